@@ -1,0 +1,60 @@
+"""The `cronq` command group and what every command shares: options, errors, output."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from cronq import __version__
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+DEFAULT_NAMESPACE = "cronq"
+
+
+class UserError(click.ClickException):
+    """A problem with the input or the job: message on stderr, exit status 1, no traceback."""
+
+    exit_code = 1
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="cronq")
+def main() -> None:
+    """cronq: a durable, distributed cron service on Redis and RQ.
+
+    Jobs are declared in config files (see `cronq schema`), applied with `cronq apply`, and fired by
+    `cronq worker` processes exactly once at their time. Run `cronq COMMAND --help` for details.
+    """
+
+
+def redis_options(command: F) -> F:
+    """--redis-url and --namespace, with their environment variables (DESIGN §7)."""
+    command = click.option(
+        "--namespace",
+        envvar="CRONQ_NAMESPACE",
+        default=DEFAULT_NAMESPACE,
+        show_default=True,
+        help="Prefix of every Redis key cronq owns. [env: CRONQ_NAMESPACE]",
+    )(command)
+    return click.option(
+        "--redis-url",
+        envvar="CRONQ_REDIS_URL",
+        default=DEFAULT_REDIS_URL,
+        show_default=True,
+        help="Redis server, e.g. rediss://:PASSWORD@host:6380/0. [env: CRONQ_REDIS_URL]",
+    )(command)
+
+
+def json_option(command: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout.")(command)
+
+
+def print_json(value: Any) -> None:
+    json.dump(value, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")

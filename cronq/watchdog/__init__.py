@@ -1,0 +1,1 @@
+"""The repair loop: feeds `watchdog fired` events to jobs whose WatchdogTimerTs has lapsed."""
