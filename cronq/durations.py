@@ -7,6 +7,7 @@ all accept and reject the same spellings.
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import timedelta
 from typing import Annotated
@@ -118,8 +119,10 @@ def _coerce(value: object) -> timedelta:
     if isinstance(value, bool):
         raise DurationError(f"expected a duration such as '90s', got {value!r}")
     if isinstance(value, (int, float)):
-        if value < 0:
-            raise DurationError(f"invalid duration {value!r}: negative")
+        if not math.isfinite(value) or value < 0:
+            raise DurationError(f"invalid duration {value!r}: expected a number of seconds >= 0")
+        if value > MAX_DURATION.total_seconds():
+            raise DurationError(f"invalid duration {value!r}: longer than 100 years")
         return timedelta(seconds=value)
     if isinstance(value, str):
         return parse_duration(value)

@@ -17,6 +17,7 @@ from cronq.schedule import ScheduleError, parse_schedule
 
 __all__ = [
     "DEFAULT_MAX_CATCH_UP",
+    "DEFAULT_MAX_CONCURRENT",
     "DEFAULT_MAX_PENDING",
     "DEFAULT_MISFIRE_GRACE",
     "DEFAULT_TIMEOUT",
@@ -32,7 +33,11 @@ __all__ = [
 DEFAULT_TIMEOUT = timedelta(minutes=5)  # seeds/000: "Timeouts are set to 5 mins by default"
 DEFAULT_MAX_PENDING = 10
 DEFAULT_MAX_CATCH_UP = 100
-# Quartz's misfireThreshold: a tick processed within a minute of its time is merely late, not missed.
+# overlap=allow: 1 would make allow the same as skip; unbounded (Kubernetes' Allow) lets a hung
+# target pile up invocations without end. 10 bounds outstanding work as max_pending does for queue.
+DEFAULT_MAX_CONCURRENT = 10
+# Quartz's misfireThreshold: a tick processed within a minute of its time is merely late, not
+# missed.
 DEFAULT_MISFIRE_GRACE = timedelta(seconds=60)
 
 
@@ -70,6 +75,14 @@ class _Retry(StrictModel):
 
 class ConstantRetry(_Retry):
     delay: Duration = Field(description="time between attempts")
+
+    @model_validator(mode="after")
+    def _bounded_if_immediate(self) -> ConstantRetry:
+        if self.delay == timedelta(0) and self.max_retries is None:
+            raise ValueError(
+                "a delay of 0s needs max_retries: endless immediate retries are a storm"
+            )
+        return self
 
 
 class CronRetry(_Retry):
@@ -112,7 +125,11 @@ class FailurePolicy(StrictModel):
 
     @model_validator(mode="after")
     def _exactly_one(self) -> FailurePolicy:
-        chosen = [name for name in ("drop", "constant", "cron", "exponential") if getattr(self, name) is not None]
+        chosen = [
+            name
+            for name in ("drop", "constant", "cron", "exponential")
+            if getattr(self, name) is not None
+        ]
         if len(chosen) > 1:
             raise ValueError(f"give one failure policy, not {' and '.join(chosen)}")
         if self.drop:
@@ -123,7 +140,9 @@ class FailurePolicy(StrictModel):
     def retry(self) -> ConstantRetry | CronRetry | ExponentialRetry | None:
         return self.constant or self.cron or self.exponential
 
-    def retry_at(self, attempts_made: int, last_attempt_at: datetime, zone: tzinfo) -> datetime | None:
+    def retry_at(
+        self, attempts_made: int, last_attempt_at: datetime, zone: tzinfo
+    ) -> datetime | None:
         """The virtual time of the next attempt after `attempts_made` failed attempts, the last
         one due at `last_attempt_at`; None when the policy gives up."""
         policy = self.retry

@@ -9,7 +9,11 @@ from cronq.cli.app import main
 
 @main.command("run")
 @click.option(
-    "--config", "configs", multiple=True, type=click.Path(), help="Config file to apply (repeatable)."
+    "--config",
+    "configs",
+    multiple=True,
+    type=click.Path(),
+    help="Config file to apply (repeatable).",
 )
 def run(configs: tuple[str, ...]) -> None:
     """Apply config files and run workers and the watchdog on an embedded Redis.

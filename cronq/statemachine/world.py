@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 
 from cronq.policies import (
     DEFAULT_MAX_CATCH_UP,
+    DEFAULT_MAX_CONCURRENT,
     DEFAULT_MAX_PENDING,
     DEFAULT_MISFIRE_GRACE,
     DEFAULT_TIMEOUT,
@@ -39,7 +40,7 @@ class JobRules:
     repeats: int | None = None
     overlap: Overlap = Overlap.SKIP
     max_pending: int = DEFAULT_MAX_PENDING
-    max_concurrent: int = 1
+    max_concurrent: int = DEFAULT_MAX_CONCURRENT
     misfire: Misfire = Misfire.COALESCE
     misfire_grace: timedelta = DEFAULT_MISFIRE_GRACE
     max_catch_up: int = DEFAULT_MAX_CATCH_UP
