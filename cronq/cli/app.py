@@ -6,8 +6,11 @@ import json
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import click
+from redis import Redis
+from redis.exceptions import RedisError
 
 from cronq import __version__
 
@@ -58,3 +61,24 @@ def json_option(command: F) -> F:
 def print_json(value: Any) -> None:
     json.dump(value, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
+
+
+def redact(url: str) -> str:
+    """A Redis URL fit to print: the password never appears in output or logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}{port}"))
+
+
+def connect(url: str) -> Redis:
+    """A connection that is known to work, or a UserError naming the (redacted) server."""
+    try:
+        connection = Redis.from_url(url)
+        connection.ping()
+    except (RedisError, ValueError) as exc:
+        raise UserError(f"cannot use Redis at {redact(url)}: {exc}") from None
+    return connection

@@ -120,7 +120,11 @@ class _Transition:
         if self.state.phase is not Phase.DISABLED:
             return
         first_time = self.state.anchor is None
-        anchor = self.rules.start or self.now if first_time else self.state.anchor
+        # `@every` counts from the whole second the job was enabled at, so its ticks fall on whole
+        # seconds as cron's do (task queues schedule at second resolution).
+        anchor = (
+            self.rules.start or self.now.replace(microsecond=0) if first_time else self.state.anchor
+        )
         self.update(phase=Phase.ENABLED, anchor=anchor, timing=self.rules.timing)
         if first_time:
             self.arm(None if self.exhausted() else self.rules.first_fire(self.now, self.anchor))

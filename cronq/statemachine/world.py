@@ -3,6 +3,7 @@ machine itself reads no clock and touches no I/O."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -55,7 +56,8 @@ class JobRules:
     def timing(self) -> str:
         """What the armed tick depends on; equal timings keep the tick across a spec change."""
         expression = self.schedule.expression if self.schedule else ""
-        return f"{expression}|{self.zone.key}|{self.start}|{self.until}|{self.repeats}"
+        text = f"{expression}|{self.zone.key}|{self.start}|{self.until}|{self.repeats}"
+        return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
 
     @property
     def manual(self) -> bool:

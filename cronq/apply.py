@@ -1,0 +1,213 @@
+"""`cronq apply`: make a project in Redis what its config file says, atomically (DESIGN §6).
+
+New jobs are enabled, changed jobs get a spec-changed event (a changed schedule re-arms the tick,
+an unchanged one keeps it), jobs gone from the file are removed (their history stays until it
+expires). Change is judged on the job as declared, so `start: 90s` is not a change on re-apply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, Literal
+
+from redis.client import Pipeline
+from redis.exceptions import WatchError
+
+from cronq.config import JobSpec
+from cronq.engine import Engine
+from cronq.loader import LoadedProject
+from cronq.statemachine import Enable, Event, JobState, Phase, SpecChanged, step
+from cronq.store import JOB_FIELDS, StoredJob, parse_job
+
+__all__ = ["Change", "ProjectPlan", "apply_project", "canonical_spec"]
+
+
+@dataclass(frozen=True)
+class Change:
+    op: Literal["+", "~", "-"]
+    job_id: str
+    fields: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        detail = f" ({', '.join(self.fields)})" if self.fields else ""
+        return f"{self.op} {self.job_id}{detail}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"op": self.op, "job": self.job_id, "fields": list(self.fields)}
+
+
+@dataclass(frozen=True)
+class ProjectPlan:
+    project: str
+    file: str
+    changes: list[Change] = field(default_factory=list)
+    unchanged: int = 0
+    applied: bool = False
+
+    def summary(self) -> str:
+        counts = {op: sum(1 for c in self.changes if c.op == op) for op in "+~-"}
+        return (
+            f"{self.project}: {counts['+']} added, {counts['~']} changed, {counts['-']} removed, "
+            f"{self.unchanged} unchanged"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "project": self.project,
+            "file": self.file,
+            "applied": self.applied,
+            "changes": [c.as_dict() for c in self.changes],
+            "unchanged": self.unchanged,
+        }
+
+
+def canonical_spec(spec: JobSpec) -> str:
+    """The job as declared, in one spelling: what change is judged on and what Redis keeps."""
+    return spec.model_dump_json(exclude_defaults=True)
+
+
+def apply_project(engine: Engine, project: LoadedProject, *, dry_run: bool = False) -> ProjectPlan:
+    """Sync one project in one transaction; retried if another writer touches its jobs."""
+    keys = engine.keys
+    declared = {spec.job_id(project.name): spec for spec in project.jobs}
+    while True:
+        with engine.connection.pipeline() as pipe:
+            try:
+                pipe.watch(keys.project(project.name))
+                existing = {_text(m) for m in pipe.smembers(keys.project(project.name))}
+                job_ids = sorted(existing | declared.keys())
+                if job_ids:
+                    pipe.watch(*(keys.job(job_id) for job_id in job_ids))
+                stored = _load_all(engine, job_ids)
+                plan = _plan(project, declared, stored, existing)
+                if dry_run or not plan.changes:
+                    return plan
+                pipe.multi()
+                _write(engine, pipe, project, declared, stored, plan)
+                pipe.execute()
+                return replace(plan, applied=True)
+            except WatchError:
+                continue
+
+
+def _load_all(engine: Engine, job_ids: list[str]) -> dict[str, StoredJob]:
+    reads = engine.connection.pipeline(transaction=False)
+    for job_id in job_ids:
+        reads.hmget(engine.keys.job(job_id), JOB_FIELDS)
+    loaded = (
+        parse_job(job_id, values) for job_id, values in zip(job_ids, reads.execute(), strict=True)
+    )
+    return {job.job_id: job for job in loaded if job is not None}
+
+
+def _plan(
+    project: LoadedProject,
+    declared: dict[str, JobSpec],
+    stored: dict[str, StoredJob],
+    existing: set[str],
+) -> ProjectPlan:
+    changes: list[Change] = []
+    unchanged = 0
+    for job_id, spec in declared.items():
+        old = stored.get(job_id)
+        if old is None:
+            changes.append(Change("+", job_id))
+        elif old.spec_json != canonical_spec(spec):
+            changes.append(Change("~", job_id, _changed_fields(old.spec, spec)))
+        else:
+            unchanged += 1
+    changes += [Change("-", job_id) for job_id in sorted(existing - declared.keys())]
+    return ProjectPlan(project.name, project.file, changes, unchanged)
+
+
+def _changed_fields(old: JobSpec, new: JobSpec) -> tuple[str, ...]:
+    before, after = old.model_dump(mode="json"), new.model_dump(mode="json")
+    return tuple(name for name in after if before.get(name) != after[name])
+
+
+def _write(
+    engine: Engine,
+    pipe: Pipeline,
+    project: LoadedProject,
+    declared: dict[str, JobSpec],
+    stored: dict[str, StoredJob],
+    plan: ProjectPlan,
+) -> None:
+    keys = engine.keys
+    now = engine.clock()
+    for change in plan.changes:
+        job_id = change.job_id
+        if change.op == "-":
+            pipe.delete(keys.job(job_id))
+            pipe.zrem(keys.watchdog, job_id)
+            pipe.srem(keys.jobs, job_id)
+            pipe.srem(keys.project(project.name), job_id)
+            continue
+        spec = declared[job_id]
+        old = stored.get(job_id)
+        # A finished job whose definition changes is a new job: FINISHED itself stays final.
+        fresh = old is None or old.state.phase is Phase.FINISHED
+        start, until = _lifetime(spec, None if fresh else old, now)
+        job = StoredJob(
+            job_id=job_id,
+            project=project.name,
+            spec_json=canonical_spec(spec),
+            start=start,
+            until=until,
+            state=JobState() if fresh or old is None else old.state,
+            version=0 if old is None else old.version,
+        )
+        pipe.hset(
+            keys.job(job_id),
+            mapping={
+                "spec": job.spec_json,
+                "start": _timestamp(start),
+                "until": _timestamp(until),
+                "project": project.name,
+            },
+        )
+        pipe.sadd(keys.jobs, job_id)
+        pipe.sadd(keys.project(project.name), job_id)
+        event: Event = Enable() if fresh else SpecChanged()
+        state, actions = step(job.state, event, engine.world(now, job.rules))
+        engine.write(pipe, job, state, actions, now)
+    revision = {
+        "digest": _digest(declared),
+        "file": project.file,
+        "applied_at": now.isoformat(),
+        "jobs": len(declared),
+    }
+    pipe.hset(keys.projects, project.name, json.dumps(revision))
+
+
+def _lifetime(
+    spec: JobSpec, old: StoredJob | None, now: datetime
+) -> tuple[datetime | None, datetime | None]:
+    """Resolve `start`/`until` to instants; a relative one keeps its instant while the declared
+    value is unchanged. Relative starts fall on whole seconds, like fire times."""
+    same_start = old is not None and old.spec.start == spec.start
+    if same_start and old is not None:
+        start = old.start
+    else:
+        start = spec.start.resolve(now.replace(microsecond=0)) if spec.start else None
+    if same_start and old is not None and old.spec.until == spec.until:
+        until = old.until
+    else:
+        until = spec.until.resolve(start or now) if spec.until else None
+    return start, until
+
+
+def _digest(declared: dict[str, JobSpec]) -> str:
+    text = json.dumps({job_id: canonical_spec(s) for job_id, s in sorted(declared.items())})
+    return hashlib.blake2b(text.encode(), digest_size=10).hexdigest()
+
+
+def _timestamp(value: datetime | None) -> str:
+    return f"{value.timestamp():.6f}" if value else ""
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

@@ -1,0 +1,259 @@
+"""The engine: WATCH a job, step the pure state machine, and commit the new state together with
+the tasks its actions ask for in one MULTI/EXEC (DESIGN §2). A conflicting writer makes EXEC fail
+and the step is recomputed, so state and tasks can never disagree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from redis import Redis
+from redis.client import Pipeline
+from redis.exceptions import WatchError
+from rq import Queue
+
+from cronq.state_codec import encode_state
+from cronq.statemachine import (
+    AbortInvocation,
+    Action,
+    Event,
+    InvocationDone,
+    InvocationStatus,
+    JobRules,
+    JobState,
+    RecordInvocation,
+    RecordOverrun,
+    RecordSkip,
+    Rejected,
+    StartInvocation,
+    TickLater,
+    WatchdogReport,
+    World,
+    step,
+)
+from cronq.store import HISTORY_LIMIT, HISTORY_TTL, JOB_FIELDS, Keys, StoredJob, parse_job
+
+__all__ = [
+    "Engine",
+    "JobRefused",
+    "StepResult",
+    "UnknownJob",
+    "report_outcome",
+    "task_id",
+    "utcnow",
+]
+
+log = logging.getLogger("cronq.engine")
+
+# cronq's own tasks are tiny and idempotent: no results to keep, failures kept a day for people.
+_TASK_OPTIONS: dict[str, Any] = {"result_ttl": 0, "failure_ttl": 86_400, "description": ""}
+
+
+class UnknownJob(LookupError):
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f"no job {job_id!r}")
+        self.job_id = job_id
+
+
+class JobRefused(Exception):
+    """The state machine refused an operator's request; the message is for a person."""
+
+
+@dataclass(frozen=True)
+class StepResult:
+    job: StoredJob
+    state: JobState
+    actions: tuple[Action, ...]
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def random_nonce() -> int:
+    return secrets.randbits(62)
+
+
+def task_id(kind: str, job_id: str, nonce: int) -> str:
+    """Deterministic RQ job id of a task, so that enqueueing it again is idempotent. RQ ids allow
+    only [A-Za-z0-9_-]: the job id is hashed."""
+    digest = hashlib.blake2b(job_id.encode(), digest_size=8).hexdigest()
+    return f"cronq-{kind}-{digest}-{nonce}"
+
+
+class Engine:
+    """Steps jobs stored under one namespace. Cheap to create; safe to share within a process."""
+
+    def __init__(
+        self,
+        connection: Redis,
+        namespace: str = "cronq",
+        *,
+        clock: Callable[[], datetime] = utcnow,
+        nonces: Callable[[], int] = random_nonce,
+    ) -> None:
+        self.connection = connection
+        self.namespace = namespace
+        self.keys = Keys(namespace)
+        self.queue = Queue(namespace, connection=connection)
+        self.clock = clock
+        self.nonces = nonces
+
+    def step(self, job_id: str, event: Event) -> StepResult:
+        """Apply one event to one job, retrying on a concurrent write. Raises UnknownJob, and
+        JobRefused when the machine refuses (nothing is written then)."""
+        key = self.keys.job(job_id)
+        while True:
+            with self.connection.pipeline() as pipe:
+                try:
+                    pipe.watch(key)
+                    job = parse_job(job_id, pipe.hmget(key, JOB_FIELDS))
+                    if job is None:
+                        raise UnknownJob(job_id)
+                    now = self.clock()
+                    state, actions = step(job.state, event, self.world(now, job.rules))
+                    refusal = next((a for a in actions if isinstance(a, Rejected)), None)
+                    if refusal is not None:
+                        raise JobRefused(refusal.reason)
+                    if state != job.state or actions:
+                        pipe.multi()
+                        self.write(pipe, job, state, actions, now)
+                        pipe.execute()
+                except WatchError:
+                    continue
+            self.after_commit(job, actions)
+            return StepResult(job, state, actions)
+
+    def world(self, now: datetime, rules: JobRules) -> World:
+        return World(now, rules, self.nonces)
+
+    def write(
+        self,
+        pipe: Pipeline,
+        job: StoredJob,
+        state: JobState,
+        actions: tuple[Action, ...],
+        now: datetime,
+    ) -> None:
+        """Queue, inside MULTI, every write of one step: state, watchdog index, tasks, history."""
+        job_id = job.job_id
+        pipe.hset(
+            self.keys.job(job_id),
+            mapping={"state": encode_state(state), "version": job.version + 1},
+        )
+        if state.watchdog_at is None:
+            pipe.zrem(self.keys.watchdog, job_id)
+        else:
+            pipe.zadd(self.keys.watchdog, {job_id: state.watchdog_at.timestamp()})
+        for action in actions:
+            match action:
+                case TickLater(at=at, nonce=nonce):
+                    self.enqueue(pipe, "tick", job_id, nonce, at, now)
+                case StartInvocation(at=at, nonce=nonce):
+                    self.enqueue(pipe, "start", job_id, nonce, at, now)
+                case RecordInvocation() if action.status.final:
+                    self.record(pipe, job_id, _invocation_entry(job_id, action))
+                case RecordOverrun(scheduled_for=scheduled_for):
+                    entry = _tick_entry(job_id, scheduled_for, InvocationStatus.OVERRUN)
+                    self.record(pipe, job_id, entry)
+                case RecordSkip(scheduled_for=scheduled_for, reason=reason, count=count):
+                    entry = _tick_entry(job_id, scheduled_for, InvocationStatus.SKIPPED)
+                    self.record(pipe, job_id, {**entry, "error": reason, "count": count})
+                case WatchdogReport(repair=repair):
+                    pipe.hincrby(self.keys.stats, f"watchdog:{repair.value}", 1)
+
+    def enqueue(
+        self, pipe: Pipeline, kind: str, job_id: str, nonce: int, at: datetime, now: datetime
+    ) -> None:
+        """A TickLater or StartInvocation task, through the transaction's pipeline."""
+        function = f"cronq.tasks.{kind}"
+        args = (self.namespace, job_id, nonce)
+        rq_id = task_id(kind[0], job_id, nonce)
+        if at <= now:
+            self.queue.enqueue_call(
+                function, args=args, job_id=rq_id, pipeline=pipe, **_TASK_OPTIONS
+            )
+        else:
+            # RQ's scheduled registry counts whole seconds: round up, never release early.
+            release = datetime.fromtimestamp(math.ceil(at.timestamp()), tz=timezone.utc)
+            self.queue.enqueue_at(
+                release, function, *args, job_id=rq_id, pipeline=pipe, **_TASK_OPTIONS
+            )
+
+    def record(self, pipe: Pipeline, job_id: str, entry: dict[str, Any]) -> None:
+        key = self.keys.history(job_id)
+        pipe.lpush(key, json.dumps(entry, separators=(",", ":")))
+        pipe.ltrim(key, 0, HISTORY_LIMIT - 1)
+        pipe.expire(key, HISTORY_TTL)
+
+    def after_commit(self, job: StoredJob, actions: tuple[Action, ...]) -> None:
+        """External calls come after the state that asked for them is committed."""
+        for action in actions:
+            if isinstance(action, AbortInvocation):
+                from cronq.targets import target_for
+
+                try:
+                    target_for(job.spec.target).abort(action.invocation_id, self.connection)
+                except Exception:  # best effort: the invocation is already recorded ABORTED
+                    log.exception(
+                        "job %s: could not stop invocation %s", job.job_id, action.invocation_id
+                    )
+            elif isinstance(action, WatchdogReport):
+                log.warning(
+                    "job %s: watchdog %s: %s", job.job_id, action.repair.value, action.detail
+                )
+
+
+def report_outcome(
+    connection: Redis,
+    namespace: str,
+    job_id: str,
+    invocation_id: str,
+    outcome: InvocationStatus,
+    error: str | None,
+) -> None:
+    """How an asynchronous target (an RQ callback) tells cronq that an invocation ended."""
+    try:
+        Engine(connection, namespace).step(job_id, InvocationDone(invocation_id, outcome, error))
+    except UnknownJob:
+        log.info("job %s is gone; outcome of %s dropped", job_id, invocation_id)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _invocation_entry(job_id: str, record: RecordInvocation) -> dict[str, Any]:
+    """A history entry in the shape of DESIGN §7."""
+    return {
+        "id": record.invocation_id,
+        "job": job_id,
+        "scheduled_for": _iso(record.scheduled_for),
+        "started_at": _iso(record.started_at),
+        "finished_at": _iso(record.finished_at),
+        "status": record.status.value,
+        "attempt": record.attempt,
+        "error": record.error,
+        "manual": record.manual,
+    }
+
+
+def _tick_entry(job_id: str, scheduled_for: datetime, status: InvocationStatus) -> dict[str, Any]:
+    return {
+        "id": f"{status.value.lower()}-{int(scheduled_for.timestamp())}",
+        "job": job_id,
+        "scheduled_for": _iso(scheduled_for),
+        "started_at": None,
+        "finished_at": None,
+        "status": status.value,
+        "attempt": 0,
+        "error": None,
+    }

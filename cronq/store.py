@@ -1,0 +1,146 @@
+"""The Redis layout of cronq's own state, under the namespace prefix (DESIGN §2).
+
+    {ns}:job:{id}        hash: spec (the declared job, canonical JSON), start/until (resolved
+                         instants), project, state (JobState JSON), version
+    {ns}:watchdog        sorted set: job id -> WatchdogTimerTs (epoch seconds)
+    {ns}:jobs            set of every job id
+    {ns}:project:{p}     set of the project's job ids
+    {ns}:projects        hash: project -> JSON {revision, digest, applied_at}
+    {ns}:history:{id}    list of finished history entries, newest first, capped, with a TTL
+
+Task-queue state is RQ's own keys; none of it is needed to rebuild a job's chain.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from redis import Redis
+
+from cronq.config import JobSpec
+from cronq.state_codec import decode_state
+from cronq.statemachine import JobRules, JobState
+
+__all__ = [
+    "HISTORY_LIMIT",
+    "HISTORY_TTL",
+    "Keys",
+    "StoredJob",
+    "history_entries",
+    "load_job",
+    "rules_for",
+]
+
+HISTORY_LIMIT = 100
+HISTORY_TTL = timedelta(days=30)
+
+
+class Keys:
+    """Key names under one namespace."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self.watchdog = f"{namespace}:watchdog"
+        self.jobs = f"{namespace}:jobs"
+        self.projects = f"{namespace}:projects"
+        self.stats = f"{namespace}:stats"
+
+    def job(self, job_id: str) -> str:
+        return f"{self.namespace}:job:{job_id}"
+
+    def project(self, project: str) -> str:
+        return f"{self.namespace}:project:{project}"
+
+    def history(self, job_id: str) -> str:
+        return f"{self.namespace}:history:{job_id}"
+
+
+@dataclass(frozen=True)
+class StoredJob:
+    """One job as Redis holds it."""
+
+    job_id: str
+    project: str
+    spec_json: str
+    start: datetime | None
+    until: datetime | None
+    state: JobState
+    version: int
+
+    @property
+    def spec(self) -> JobSpec:
+        return _evaluated(self.spec_json, self.start, self.until)[0]
+
+    @property
+    def rules(self) -> JobRules:
+        return _evaluated(self.spec_json, self.start, self.until)[1]
+
+
+JOB_FIELDS = ("spec", "start", "until", "project", "state", "version")
+
+
+def parse_job(job_id: str, values: list[Any]) -> StoredJob | None:
+    """From HMGET of JOB_FIELDS; None when the job does not exist."""
+    spec, start, until, project, state, version = (_text(v) for v in values)
+    if spec is None:
+        return None
+    return StoredJob(
+        job_id=job_id,
+        project=project or "",
+        spec_json=spec,
+        start=_instant(start),
+        until=_instant(until),
+        state=decode_state(state),
+        version=int(version or 0),
+    )
+
+
+def load_job(connection: Redis, keys: Keys, job_id: str) -> StoredJob | None:
+    return parse_job(job_id, connection.hmget(keys.job(job_id), JOB_FIELDS))
+
+
+def rules_for(spec: JobSpec, start: datetime | None, until: datetime | None) -> JobRules:
+    """The state machine's view of a declared job, with its lifetime resolved to instants."""
+    return JobRules(
+        schedule=spec.parsed_schedule(),
+        zone=spec.zone,
+        start=start,
+        until=until,
+        repeats=spec.repeats,
+        overlap=spec.overlap,
+        max_pending=spec.max_pending,
+        max_concurrent=spec.max_concurrent,
+        misfire=spec.misfire,
+        misfire_grace=spec.misfire_grace,
+        max_catch_up=spec.max_catch_up,
+        failure=spec.failure_policy,
+        timeout=spec.timeout,
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _evaluated(
+    spec_json: str, start: datetime | None, until: datetime | None
+) -> tuple[JobSpec, JobRules]:
+    """Validating a spec costs far more than a step: a worker does it once per spec."""
+    spec = JobSpec.model_validate_json(spec_json)
+    return spec, rules_for(spec, start, until)
+
+
+def history_entries(connection: Redis, keys: Keys, job_id: str, limit: int) -> list[dict[str, Any]]:
+    raw = connection.lrange(keys.history(job_id), 0, max(limit, 1) - 1)
+    return [json.loads(item) for item in raw]
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _instant(value: str | None) -> datetime | None:
+    return datetime.fromtimestamp(float(value), tz=timezone.utc) if value else None
