@@ -1,0 +1,200 @@
+"""The `rq` target: enqueue the user's function on the user's queue; RQ callbacks report back.
+
+The function is only named here, never imported: the cronq worker must not run user code, and
+a config file must not be a way to run arbitrary code on the fleet (CRONQ_ALLOWED_MODULES).
+The user's RQ workers import the callbacks below, so they need cronq installed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+import re
+from types import TracebackType
+from typing import Any
+
+import redis
+from rq import Callback, Queue
+from rq.command import send_stop_job_command
+from rq.exceptions import AbandonedJobError, InvalidJobOperation, NoSuchJobError
+from rq.job import Job, JobStatus
+from rq.timeouts import JobTimeoutException
+
+from cronq.statemachine import InvocationStatus
+from cronq.target_specs import RqTarget
+from cronq.targets.base import Accepted, Finished, InvocationContext, bounded, describe_error
+
+__all__ = [
+    "ALLOWED_MODULES_ENV",
+    "RqInvoker",
+    "allowed",
+    "on_failure",
+    "on_stopped",
+    "on_success",
+    "rq_job_id",
+]
+
+ALLOWED_MODULES_ENV = "CRONQ_ALLOWED_MODULES"
+_SAFE_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
+_WAITING = (
+    JobStatus.CREATED,
+    JobStatus.QUEUED,
+    JobStatus.SCHEDULED,
+    JobStatus.DEFERRED,
+    JobStatus.RATE_LIMITED,
+)
+log = logging.getLogger(__name__)
+
+
+def allowed(func: str) -> bool:
+    """Whether `func` lies under a prefix of CRONQ_ALLOWED_MODULES, matched on module
+    boundaries (`billing` allows `billing.x.y`, not `billingx.y`). Unset or empty allows all."""
+    prefixes = [p.strip().strip(".") for p in os.environ.get(ALLOWED_MODULES_ENV, "").split(",")]
+    prefixes = [p for p in prefixes if p]
+    return not prefixes or any(func == p or func.startswith(p + ".") for p in prefixes)
+
+
+def rq_job_id(invocation_id: str) -> str:
+    """The RQ job id of an invocation: deterministic, so a start delivered twice finds its
+    job instead of enqueueing a second one. Ids RQ would refuse are hashed (`invh`), which
+    keeps the mapping one-to-one."""
+    if _SAFE_ID.fullmatch(invocation_id):
+        return f"cronq-inv-{invocation_id}"
+    return f"cronq-invh-{hashlib.sha256(invocation_id.encode()).hexdigest()[:40]}"
+
+
+class RqInvoker:
+    """Enqueues and returns at once; the invocation runs until the RQ job ends."""
+
+    def __init__(self, spec: RqTarget) -> None:
+        self.spec = spec
+
+    def invoke(self, context: InvocationContext, connection: redis.Redis) -> Finished | Accepted:
+        spec = self.spec
+        if not allowed(spec.func):
+            return Finished(
+                InvocationStatus.FAILED, f"func {spec.func} is not under {ALLOWED_MODULES_ENV}"
+            )
+        left = context.seconds_left()
+        if left <= 0:
+            return Finished(InvocationStatus.TIMED_OUT, "deadline passed before the enqueue")
+        job_id = rq_job_id(context.invocation_id)
+        seconds = math.ceil(left)  # > 0 here, so at least 1
+        queue = Queue(spec.queue, connection=connection)
+        try:
+            fresh = _enqueue_once(connection, queue, job_id, spec, context, seconds)
+        except Exception as exc:  # the engine must get an outcome, whatever enqueueing raised
+            return Finished(InvocationStatus.FAILED, bounded(f"enqueue: {describe_error(exc)}"))
+        verb = "enqueued" if fresh else "already enqueued"
+        return Accepted(f"rq job {job_id} {verb} on queue {spec.queue}")
+
+    def abort(self, invocation_id: str, connection: redis.Redis) -> None:
+        """Stop the RQ job if it runs (its worker then calls `on_stopped`), cancel it if it
+        still waits (no callback fires), and do nothing if it is gone or over."""
+        job_id = rq_job_id(invocation_id)
+        try:
+            job = Job.fetch(job_id, connection=connection)
+            status = job.get_status()
+            if status == JobStatus.STARTED:
+                send_stop_job_command(connection, job_id)
+            elif status in _WAITING:
+                job.cancel()
+        except (NoSuchJobError, InvalidJobOperation):
+            return  # it ended (or expired) meanwhile: nothing left to stop
+
+
+def _enqueue_once(
+    connection: redis.Redis,
+    queue: Queue,
+    job_id: str,
+    spec: RqTarget,
+    context: InvocationContext,
+    seconds: int,
+) -> bool:
+    """Enqueue unless the RQ job exists; False if it did. WATCH makes the check and the
+    enqueue atomic on any Redis (RQ's `unique=True` needs Lua, which fakeredis lacks)."""
+    key = Job.key_for(job_id)
+    with connection.pipeline() as pipe:
+        pipe.watch(key)  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
+        if pipe.exists(key):
+            return False
+        pipe.multi()
+        queue.enqueue_call(
+            spec.func,
+            args=list(spec.args),
+            kwargs=dict(spec.kwargs),
+            job_id=job_id,
+            timeout=seconds,
+            ttl=seconds,  # not started by the deadline: RQ drops it rather than run it late
+            description=f"{spec.func} (cronq {context.job_id}, {context.invocation_id})",
+            meta={"cronq": _meta(context)},
+            on_success=Callback(on_success),
+            on_failure=Callback(on_failure),
+            on_stopped=Callback(on_stopped),
+            pipeline=pipe,
+        )
+        try:
+            pipe.execute()
+        except redis.WatchError:
+            return False  # a concurrent start enqueued it first
+    return True
+
+
+def _meta(context: InvocationContext) -> dict[str, Any]:
+    return {
+        "job_id": context.job_id,
+        "invocation_id": context.invocation_id,
+        "scheduled_for": context.scheduled_for.isoformat(),
+        "attempt": context.attempt,
+        "payload": context.payload,
+        "metadata": dict(context.metadata),
+        "namespace": context.namespace,
+    }
+
+
+def on_success(job: Job, connection: redis.Redis, result: Any) -> None:
+    """RQ success callback (runs in the user's worker)."""
+    _report_for(job, connection, InvocationStatus.SUCCEEDED, None)
+
+
+def on_failure(
+    job: Job,
+    connection: redis.Redis,
+    exc_type: type[BaseException] | None,
+    exc_value: BaseException | None,
+    traceback: TracebackType | None,
+) -> None:
+    """RQ failure callback: the function raised, timed out, or its worker died (RQ's registry
+    cleanup passes AbandonedJobError)."""
+    if exc_type is not None and issubclass(exc_type, JobTimeoutException):
+        outcome = InvocationStatus.TIMED_OUT
+    else:
+        outcome = InvocationStatus.FAILED
+    if isinstance(exc_value, AbandonedJobError) and not str(exc_value):
+        error = "AbandonedJobError: the RQ worker running the job died"
+    elif exc_value is not None:
+        error = describe_error(exc_value)
+    else:
+        error = bounded(exc_type.__name__ if exc_type else "the RQ job failed")
+    _report_for(job, connection, outcome, error)
+
+
+def on_stopped(job: Job, connection: redis.Redis) -> None:
+    """RQ stopped callback: someone (cronq's abort, or an operator) stopped the job."""
+    _report_for(job, connection, InvocationStatus.ABORTED, "the RQ job was stopped")
+
+
+def _report_for(
+    job: Job, connection: redis.Redis, outcome: InvocationStatus, error: str | None
+) -> None:
+    info = job.meta.get("cronq")
+    if not isinstance(info, dict):
+        log.warning("RQ job %s has no cronq meta; outcome %s not reported", job.id, outcome.value)
+        return
+    from cronq.engine import report_outcome  # late: importing targets must not load the engine
+
+    report_outcome(
+        connection, info["namespace"], info["job_id"], info["invocation_id"], outcome, error
+    )
