@@ -1,47 +1,83 @@
-"""`cronq worker`: an RQ worker for cronq's queue, with a scheduler that releases due ticks as they
-fall due rather than once a second.
+"""`cronq worker`: an RQ worker for cronq's queue, and the releaser that moves due ticks from RQ's
+scheduled registry into the queue.
 
-RQ's scheduler sleeps a fixed interval (1 s) between looks at its scheduled registries, so a tick
-could start up to a second late. Ours sleeps until the earliest scheduled task is due, never longer
-than `release_interval` (so a task scheduled meanwhile for sooner is not missed), and heartbeats
-once a second as RQ's does. Idle, that is a handful of cheap ZRANGE calls a second.
+RQ's own scheduler is a forked process that looks once a second, holds its lock for a minute
+past its last heartbeat, and is only restarted elsewhere when a worker runs its maintenance
+(every ten minutes by default): a tick could start a second late, and a killed worker could stop
+every tick for minutes. Ours reuses RQ's release logic and lock script, but runs as a thread of
+every worker: one holds a short lock and sleeps exactly until the next task falls due (never
+longer than `release_interval`, so a sooner task added meanwhile is not missed); the others try
+the lock each second and take over within `LOCK_TTL` when the holder dies.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import threading
 import time
 from typing import Any
 
+from redis.exceptions import RedisError
 from rq import SimpleWorker
 from rq.scheduler import RQScheduler
+from rq.scripts import acquire_or_refresh_lock
 
-__all__ = ["DEFAULT_RELEASE_INTERVAL", "CronqWorker", "TickReleaser"]
+__all__ = ["DEFAULT_RELEASE_INTERVAL", "LOCK_TTL", "CronqWorker", "TickReleaser"]
+
+log = logging.getLogger("cronq.worker")
 
 DEFAULT_RELEASE_INTERVAL = 0.1
+LOCK_TTL = 5  # seconds a dead releaser's lock outlives it
 _MIN_SLEEP = 0.002
 
 
 class TickReleaser(RQScheduler):
-    """RQ's scheduler (same locks, registries and release logic), with a sleep fitted to the
-    next due task."""
+    """RQ's scheduler with a short lock, a sleep fitted to the next due task, and a thread's
+    life instead of a process's."""
 
     release_interval = DEFAULT_RELEASE_INTERVAL
 
-    def work(self) -> None:
-        self._install_signal_handlers()
-        self.register_birth()
-        last_heartbeat = 0.0
-        while True:
-            if self._stop_requested:
-                self.stop()
-                break
-            if self.should_reacquire_locks:
-                self.acquire_locks()
-            if time.monotonic() - last_heartbeat >= 1:
-                self.heartbeat()
-                last_heartbeat = time.monotonic()
-            self.enqueue_scheduled_jobs()
-            time.sleep(self.until_next_due())
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._claimed_at = 0.0
+
+    def run(self, stopping: threading.Event) -> None:
+        while not stopping.is_set():
+            try:
+                if self.claim():
+                    self.enqueue_scheduled_jobs()
+                    wait = self.until_next_due()
+                else:
+                    wait = 1.0
+            except RedisError as exc:  # Redis is away: try again, gently
+                log.warning("tick releaser: %s", exc)
+                wait = 1.0
+            stopping.wait(wait)
+        self.release()
+
+    def claim(self) -> bool:
+        """Acquire or refresh each queue's lock (at most once a second); True if we hold any."""
+        if self._acquired_locks and time.monotonic() - self._claimed_at < 1:
+            return True
+        owned = {
+            name
+            for name in self._queue_names
+            if acquire_or_refresh_lock(
+                self.connection, self.get_locking_key(name), self.name, LOCK_TTL
+            )
+            != "taken"
+        }
+        if owned != self._acquired_locks:
+            log.info("tick releaser %s now releases %s", self.name, sorted(owned) or "nothing")
+            self._acquired_locks = owned
+            self._scheduled_job_registries = []  # rebuilt for the owned queues on next release
+        self._claimed_at = time.monotonic()
+        return bool(owned)
+
+    def release(self) -> None:
+        with contextlib.suppress(RedisError):  # else the lock expires by itself within LOCK_TTL
+            self.release_locks()
 
     def until_next_due(self) -> float:
         earliest: float | None = None
@@ -59,40 +95,34 @@ class CronqWorker(SimpleWorker):
     """A non-forking worker: cronq's own tasks are tiny, and forking per task would cost more
     than the task. Users' functions run in ordinary RQ workers (or `cronq worker --queues`)."""
 
-    release_interval = DEFAULT_RELEASE_INTERVAL
-
-    def _start_scheduler(
-        self,
-        burst: bool = False,
-        logging_level: str | None = "INFO",
-        date_format: str = "%H:%M:%S",
-        log_format: str = "%(asctime)s %(message)s",
-    ) -> None:
-        scheduler = TickReleaser(
-            self.queues,
-            connection=self.connection,
-            logging_level=logging_level if logging_level is not None else self.log.level,
-            date_format=date_format,
-            log_format=log_format,
-            serializer=self.serializer,
-        )
-        scheduler.release_interval = self.release_interval
-        self.scheduler = scheduler
-        scheduler.acquire_locks()
-        if not scheduler.acquired_locks:
-            return
-        if burst:
-            try:
-                scheduler.register_birth()
-                scheduler.enqueue_scheduled_jobs()
-            finally:
-                scheduler.release_locks()
-                scheduler.register_death()
-        else:
-            scheduler.start()
-
     def __init__(
         self, *args: Any, release_interval: float = DEFAULT_RELEASE_INTERVAL, **kwargs: Any
     ) -> None:
         super().__init__(*args, **kwargs)
         self.release_interval = release_interval
+        self._stopping = threading.Event()
+        self._releaser_thread: threading.Thread | None = None
+
+    def _start_scheduler(self, burst: bool = False, *args: Any, **kwargs: Any) -> None:
+        releaser = TickReleaser(self.queues, connection=self.connection, serializer=self.serializer)
+        releaser.release_interval = self.release_interval
+        self.scheduler = releaser
+        if burst:
+            if releaser.claim():
+                releaser.enqueue_scheduled_jobs()
+            releaser.release()
+            return
+        self._releaser_thread = threading.Thread(
+            target=releaser.run, args=(self._stopping,), name="cronq-tick-releaser", daemon=True
+        )
+        self._releaser_thread.start()
+
+    def stop_scheduler(self) -> None:
+        self._stopping.set()
+        if self._releaser_thread is not None:
+            self._releaser_thread.join(timeout=LOCK_TTL)
+
+    def run_maintenance_tasks(self) -> None:
+        """RQ's maintenance, without its restart of a forked scheduler (ours is a thread)."""
+        self.clean_registries()
+        self.clean_group_registries()
