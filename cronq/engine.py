@@ -53,6 +53,8 @@ __all__ = [
 
 log = logging.getLogger("cronq.engine")
 
+REPAIR_LOG_SECONDS = 86_400  # watchdog repairs are listed by time for a day (`cronq status`)
+
 # cronq's own tasks are tiny and idempotent: no results to keep, failures kept a day for people.
 _TASK_OPTIONS: dict[str, Any] = {"result_ttl": 0, "failure_ttl": 86_400, "description": ""}
 
@@ -169,6 +171,9 @@ class Engine:
                     self.record(pipe, job_id, {**entry, "error": reason, "count": count})
                 case WatchdogReport(repair=repair):
                     pipe.hincrby(self.keys.stats, f"watchdog:{repair.value}", 1)
+                    stamp = now.timestamp()
+                    pipe.zadd(self.keys.repairs, {f"{stamp}:{job_id}:{repair.value}": stamp})
+                    pipe.zremrangebyscore(self.keys.repairs, "-inf", stamp - REPAIR_LOG_SECONDS)
 
     def enqueue(
         self, pipe: Pipeline, kind: str, job_id: str, nonce: int, at: datetime, now: datetime

@@ -1,12 +1,16 @@
 """The Redis layout of cronq's own state, under the namespace prefix (DESIGN §2).
 
     {ns}:job:{id}        hash: spec (the declared job, canonical JSON), start/until (resolved
-                         instants), project, state (JobState JSON), version
+                         instants), project, state (JobState JSON), version, origin
+                         (`api` for jobs added with cronq.Client, else the file or module
+                         that applied it: apply never removes an `api` job)
     {ns}:watchdog        sorted set: job id -> WatchdogTimerTs (epoch seconds)
     {ns}:jobs            set of every job id
     {ns}:project:{p}     set of the project's job ids
     {ns}:projects        hash: project -> JSON {revision, digest, applied_at}
     {ns}:history:{id}    list of finished history entries, newest first, capped, with a TTL
+    {ns}:stats           hash of counters (watchdog repairs by kind)
+    {ns}:repairs         sorted set of recent watchdog repairs, by time
 
 Task-queue state is RQ's own keys; none of it is needed to rebuild a job's chain.
 """
@@ -28,6 +32,7 @@ from cronq.statemachine import JobRules, JobState
 __all__ = [
     "HISTORY_LIMIT",
     "HISTORY_TTL",
+    "ORIGIN_API",
     "Keys",
     "StoredJob",
     "history_entries",
@@ -37,6 +42,7 @@ __all__ = [
 
 HISTORY_LIMIT = 100
 HISTORY_TTL = timedelta(days=30)
+ORIGIN_API = "api"
 
 
 class Keys:
@@ -48,6 +54,7 @@ class Keys:
         self.jobs = f"{namespace}:jobs"
         self.projects = f"{namespace}:projects"
         self.stats = f"{namespace}:stats"
+        self.repairs = f"{namespace}:repairs"
 
     def job(self, job_id: str) -> str:
         return f"{self.namespace}:job:{job_id}"
@@ -70,6 +77,7 @@ class StoredJob:
     until: datetime | None
     state: JobState
     version: int
+    origin: str = ""
 
     @property
     def spec(self) -> JobSpec:
@@ -80,12 +88,12 @@ class StoredJob:
         return _evaluated(self.spec_json, self.start, self.until)[1]
 
 
-JOB_FIELDS = ("spec", "start", "until", "project", "state", "version")
+JOB_FIELDS = ("spec", "start", "until", "project", "state", "version", "origin")
 
 
 def parse_job(job_id: str, values: list[Any]) -> StoredJob | None:
     """From HMGET of JOB_FIELDS; None when the job does not exist."""
-    spec, start, until, project, state, version = (_text(v) for v in values)
+    spec, start, until, project, state, version, origin = (_text(v) for v in values)
     if spec is None:
         return None
     return StoredJob(
@@ -96,6 +104,7 @@ def parse_job(job_id: str, values: list[Any]) -> StoredJob | None:
         until=_instant(until),
         state=decode_state(state),
         version=int(version or 0),
+        origin=origin or "",
     )
 
 

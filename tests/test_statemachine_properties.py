@@ -205,7 +205,7 @@ def check_step(run: Run, before: JobState, event: Event, actions: tuple[Action, 
     expected += [state.tick.at] if state.tick else []
     if expected:
         assert state.watchdog_at is not None
-        if state.slow_since is None:
+        if state.checked_at is None:
             assert state.watchdog_at == min(expected)
     # an enabled job that fires by itself is never silently stuck: it waits on something
     if state.phase is Phase.ENABLED and not job_rules.manual:

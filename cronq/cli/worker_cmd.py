@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import logging
+import threading
+from datetime import timedelta
 
 import click
 from rq import Queue
 
 from cronq.cli.app import connect, main, redis_options
+from cronq.cli.watchdog_cmd import grace_option, interval_option
+from cronq.engine import Engine
+from cronq.watchdog import Watchdog
 from cronq.worker import DEFAULT_RELEASE_INTERVAL, CronqWorker
 
 
@@ -28,6 +33,14 @@ from cronq.worker import DEFAULT_RELEASE_INTERVAL, CronqWorker
     help="Longest sleep (seconds) between looks for scheduled tasks that fell due.",
 )
 @click.option("--name", default=None, help="Worker name (default: RQ's, unique per process).")
+@click.option(
+    "--with-watchdog/--no-watchdog",
+    default=True,
+    show_default=True,
+    help="Also run a watchdog (one sweeps per interval across the fleet, under a lock).",
+)
+@interval_option
+@grace_option
 @click.option("--verbose", "-v", is_flag=True, help="Log every task.")
 @redis_options
 def worker(
@@ -35,6 +48,9 @@ def worker(
     extra_queues: tuple[str, ...],
     release_interval: float,
     name: str | None,
+    with_watchdog: bool,
+    interval: float,
+    grace: float,
     verbose: bool,
     redis_url: str,
     namespace: str,
@@ -51,6 +67,15 @@ def worker(
     )
     connection = connect(redis_url)
     queues = [Queue(q, connection=connection) for q in (namespace, *extra_queues)]
+    if with_watchdog:
+        dog = Watchdog(
+            Engine(connection, namespace),
+            interval=timedelta(seconds=interval),
+            grace=timedelta(seconds=grace),
+        )
+        threading.Thread(
+            target=dog.run, args=(threading.Event(),), name="cronq-watchdog", daemon=True
+        ).start()
     cronq_worker = CronqWorker(
         queues, connection=connection, name=name, release_interval=release_interval
     )

@@ -64,10 +64,10 @@ def step(state: JobState, event: Event, world: World) -> tuple[JobState, tuple[A
     new = transition.state
     if (
         not isinstance(event, WatchdogFired)
-        and new.slow_since is not None
+        and new.checked_at is not None
         and (new.tick, new.pending, new.active) != (state.tick, state.pending, state.active)
     ):
-        new = replace(new, slow_since=None)  # what was slow has moved on
+        new = replace(new, checked_at=None)  # the job moved on since the watchdog looked
     return new, tuple(transition.actions)
 
 
@@ -335,11 +335,9 @@ class _Transition:
 
     def on_watchdog(self, cutoff: datetime, alive: frozenset[int]) -> None:
         """Repair what lapsed before `cutoff` (now minus the watchdog's grace)."""
-        slow = False
         tick = self.state.tick
         if tick is not None and tick.at < cutoff:
             if tick.nonce in alive:
-                slow = True
                 self.report(Repair.SLOW_TICK, f"tick for {tick.at.isoformat()} is late but queued")
             else:
                 self.arm(tick.at)
@@ -348,7 +346,6 @@ class _Transition:
             if pending.at >= cutoff:
                 continue
             if pending.nonce in alive:
-                slow = True
                 self.report(
                     Repair.SLOW_START, f"start of attempt {pending.attempt} is late but queued"
                 )
@@ -360,9 +357,10 @@ class _Transition:
             error = "no outcome by its timeout plus grace: the worker is presumed lost"
             self.end(invocation, InvocationStatus.TIMED_OUT, error)
             self.report(Repair.TIMED_OUT, f"invocation {invocation.id} timed out")
-        self.update(slow_since=self.now if slow else None)
         if lapsed:
             self.after_invocation()
+        acted = any(isinstance(a, WatchdogReport) for a in self.actions)
+        self.update(checked_at=self.now if acted else None)
 
     # -- building blocks -----------------------------------------------------------------------
 

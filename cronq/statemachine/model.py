@@ -120,8 +120,9 @@ class JobState:
     overruns: int = 0
     paused_reason: str | None = None
     finished_reason: str | None = None
-    # Set when the watchdog found a task late but alive: the next look is a grace later.
-    slow_since: datetime | None = None
+    # When the watchdog last acted on the job (a repair, or a task found late but alive): its
+    # next look comes a grace after that, not at every sweep.
+    checked_at: datetime | None = None
 
     @property
     def name(self) -> JobStateName:
@@ -156,4 +157,4 @@ class JobState:
         if not expected:
             return None
         earliest = min(expected)
-        return max(earliest, self.slow_since) if self.slow_since else earliest
+        return max(earliest, self.checked_at) if self.checked_at else earliest
