@@ -38,6 +38,7 @@ __all__ = [
     "history_entries",
     "load_job",
     "rules_for",
+    "text",
 ]
 
 HISTORY_LIMIT = 100
@@ -145,10 +146,15 @@ def history_entries(connection: Redis, keys: Keys, job_id: str, limit: int) -> l
     return [json.loads(item) for item in raw]
 
 
+def text(value: Any) -> str:
+    """A Redis reply as text (replies are bytes unless the client decodes them)."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def _text(value: Any) -> str | None:
     if value is None:
         return None
-    return value.decode() if isinstance(value, bytes) else str(value)
+    return text(value)
 
 
 def _instant(value: str | None) -> datetime | None:
