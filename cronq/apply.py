@@ -3,26 +3,41 @@
 New jobs are enabled, changed jobs get a spec-changed event (a changed schedule re-arms the tick,
 an unchanged one keeps it), jobs gone from the file are removed (their history stays until it
 expires). Change is judged on the job as declared, so `start: 90s` is not a change on re-apply.
+
+Jobs added through the Python API (`put_job`, origin `api`) share their project's key space but
+not its file: applying the project's file never removes them, and a file that declares one takes
+it over (shown as a change of `origin`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from redis.client import Pipeline
 from redis.exceptions import WatchError
 
 from cronq.config import JobSpec
 from cronq.engine import Engine
+from cronq.errors import JobExists
 from cronq.loader import LoadedProject
 from cronq.statemachine import Enable, Event, JobState, Phase, SpecChanged, step
-from cronq.store import JOB_FIELDS, StoredJob, parse_job
+from cronq.store import JOB_FIELDS, ORIGIN_API, StoredJob, load_job, parse_job
 
-__all__ = ["Change", "ProjectPlan", "apply_project", "canonical_spec"]
+__all__ = [
+    "Change",
+    "ProjectPlan",
+    "apply_project",
+    "canonical_spec",
+    "delete_job",
+    "put_job",
+]
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -112,15 +127,31 @@ def _plan(
     changes: list[Change] = []
     unchanged = 0
     for job_id, spec in declared.items():
-        old = stored.get(job_id)
-        if old is None:
-            changes.append(Change("+", job_id))
-        elif old.spec_json != canonical_spec(spec):
-            changes.append(Change("~", job_id, _changed_fields(old.spec, spec)))
-        else:
+        change = _job_change(job_id, spec, stored.get(job_id), project.file)
+        if change is None:
             unchanged += 1
-    changes += [Change("-", job_id) for job_id in sorted(existing - declared.keys())]
+        else:
+            changes.append(change)
+    gone = (
+        job_id
+        for job_id in sorted(existing - declared.keys())
+        if job_id not in stored or stored[job_id].origin != ORIGIN_API
+    )
+    changes += [Change("-", job_id) for job_id in gone]
     return ProjectPlan(project.name, project.file, changes, unchanged)
+
+
+def _job_change(job_id: str, spec: JobSpec, old: StoredJob | None, origin: str) -> Change | None:
+    """What writing `spec` from `origin` changes; None if nothing. Only a move between the API
+    and a file counts as a change of origin: a file applied by another path is the same file."""
+    if old is None:
+        return Change("+", job_id)
+    respecified = old.spec_json != canonical_spec(spec)
+    moved = (old.origin == ORIGIN_API) != (origin == ORIGIN_API)
+    if not (respecified or moved):
+        return None
+    fields = _changed_fields(old.spec, spec) if respecified else ()
+    return Change("~", job_id, (*fields, "origin") if moved else fields)
 
 
 def _changed_fields(old: JobSpec, new: JobSpec) -> tuple[str, ...]:
@@ -136,51 +167,124 @@ def _write(
     stored: dict[str, StoredJob],
     plan: ProjectPlan,
 ) -> None:
-    keys = engine.keys
     now = engine.clock()
     for change in plan.changes:
-        job_id = change.job_id
         if change.op == "-":
-            pipe.delete(keys.job(job_id))
-            pipe.zrem(keys.watchdog, job_id)
-            pipe.srem(keys.jobs, job_id)
-            pipe.srem(keys.project(project.name), job_id)
-            continue
-        spec = declared[job_id]
-        old = stored.get(job_id)
-        # A finished job whose definition changes is a new job: FINISHED itself stays final.
-        fresh = old is None or old.state.phase is Phase.FINISHED
-        start, until = _lifetime(spec, None if fresh else old, now)
-        job = StoredJob(
-            job_id=job_id,
-            project=project.name,
-            spec_json=canonical_spec(spec),
-            start=start,
-            until=until,
-            state=JobState() if fresh or old is None else old.state,
-            version=0 if old is None else old.version,
-        )
-        pipe.hset(
-            keys.job(job_id),
-            mapping={
-                "spec": job.spec_json,
-                "start": _timestamp(start),
-                "until": _timestamp(until),
-                "project": project.name,
-            },
-        )
-        pipe.sadd(keys.jobs, job_id)
-        pipe.sadd(keys.project(project.name), job_id)
-        event: Event = Enable() if fresh else SpecChanged()
-        state, actions = step(job.state, event, engine.world(now, job.rules))
-        engine.write(pipe, job, state, actions, now)
+            _remove_job(engine, pipe, project.name, change.job_id)
+        else:
+            spec, old = declared[change.job_id], stored.get(change.job_id)
+            _put_job(engine, pipe, project.name, spec, old, project.file, now)
     revision = {
         "digest": _digest(declared),
         "file": project.file,
         "applied_at": now.isoformat(),
         "jobs": len(declared),
     }
-    pipe.hset(keys.projects, project.name, json.dumps(revision))
+    pipe.hset(engine.keys.projects, project.name, json.dumps(revision))
+
+
+def _put_job(
+    engine: Engine,
+    pipe: Pipeline,
+    project: str,
+    spec: JobSpec,
+    old: StoredJob | None,
+    origin: str,
+    now: datetime,
+) -> None:
+    """Queue, inside MULTI, the writes that make `spec` the job: enable a new one, tell an
+    existing one its spec changed."""
+    keys = engine.keys
+    job_id = spec.job_id(project)
+    # A finished job whose definition changes is a new job: FINISHED itself stays final.
+    fresh = old is None or old.state.phase is Phase.FINISHED
+    start, until = _lifetime(spec, None if fresh else old, now)
+    job = StoredJob(
+        job_id=job_id,
+        project=project,
+        spec_json=canonical_spec(spec),
+        start=start,
+        until=until,
+        state=JobState() if fresh or old is None else old.state,
+        version=0 if old is None else old.version,
+        origin=origin,
+    )
+    pipe.hset(
+        keys.job(job_id),
+        mapping={
+            "spec": job.spec_json,
+            "start": _timestamp(start),
+            "until": _timestamp(until),
+            "project": project,
+            "origin": origin,
+        },
+    )
+    pipe.sadd(keys.jobs, job_id)
+    pipe.sadd(keys.project(project), job_id)
+    event: Event = Enable() if fresh else SpecChanged()
+    state, actions = step(job.state, event, engine.world(now, job.rules))
+    engine.write(pipe, job, state, actions, now)
+
+
+def _remove_job(engine: Engine, pipe: Pipeline, project: str, job_id: str) -> None:
+    """Queue, inside MULTI, the removal of a job; its history stays until its TTL ends it."""
+    keys = engine.keys
+    pipe.delete(keys.job(job_id))
+    pipe.zrem(keys.watchdog, job_id)
+    pipe.srem(keys.jobs, job_id)
+    pipe.srem(keys.project(project), job_id)
+
+
+def put_job(
+    engine: Engine,
+    project: str,
+    spec: JobSpec,
+    *,
+    overwrite: bool = True,
+    origin: str = ORIGIN_API,
+) -> Change | None:
+    """Add or replace one job and leave the rest of its project alone (the Python API). Returns
+    the change, None when the job was already exactly this. Raises JobExists when the job exists
+    and `overwrite` is false."""
+    job_id = spec.job_id(project)
+
+    def write(pipe: Pipeline) -> Change | None:
+        old = load_job(pipe, engine.keys, job_id)
+        if old is not None and not overwrite:
+            raise JobExists(job_id)
+        change = _job_change(job_id, spec, old, origin)
+        if change is not None:
+            pipe.multi()
+            _put_job(engine, pipe, project, spec, old, origin, engine.clock())
+        return change
+
+    return _transaction(engine, job_id, write)
+
+
+def delete_job(engine: Engine, job_id: str) -> StoredJob | None:
+    """Remove one job, whatever added it; its history stays until it expires. Returns the job
+    as it was, None if there was none. Like a job gone from its file, a running invocation is not
+    stopped (abort it first): its outcome finds no job and is dropped."""
+
+    def remove(pipe: Pipeline) -> StoredJob | None:
+        job = load_job(pipe, engine.keys, job_id)
+        if job is not None:
+            pipe.multi()
+            _remove_job(engine, pipe, job.project, job_id)
+        return job
+
+    return _transaction(engine, job_id, remove)
+
+
+def _transaction(engine: Engine, job_id: str, body: Callable[[Pipeline], _T]) -> _T:
+    """Run `body` with the job's key WATCHed, again whenever another writer got in between."""
+    results: list[_T] = []
+
+    def run(pipe: Pipeline) -> None:
+        results.append(body(pipe))
+
+    engine.connection.transaction(run, engine.keys.job(job_id))
+    return results[-1]
 
 
 def _lifetime(

@@ -12,7 +12,7 @@ from redis import Redis
 from cronq.statemachine import Invocation
 from cronq.store import JOB_FIELDS, Keys, StoredJob, history_entries, parse_job
 
-__all__ = ["job_history", "job_page", "job_rows", "job_summary", "load_jobs"]
+__all__ = ["job_history", "job_page", "job_rows", "job_summary", "last_entries", "load_jobs"]
 
 
 def load_jobs(connection: Redis, keys: Keys, project: str | None = None) -> list[StoredJob]:
@@ -44,14 +44,18 @@ def job_summary(job: StoredJob, last: dict[str, Any] | None) -> dict[str, Any]:
 
 def job_rows(connection: Redis, keys: Keys, project: str | None = None) -> list[dict[str, Any]]:
     jobs = load_jobs(connection, keys, project)
+    lasts = last_entries(connection, keys, jobs)
+    return [job_summary(job, last) for job, last in zip(jobs, lasts, strict=True)]
+
+
+def last_entries(
+    connection: Redis, keys: Keys, jobs: list[StoredJob]
+) -> list[dict[str, Any] | None]:
+    """The newest history entry of each job (None where it has none), in one round trip."""
     reads = connection.pipeline(transaction=False)
     for job in jobs:
         reads.lindex(keys.history(job.job_id), 0)
-    lasts = reads.execute()
-    return [
-        job_summary(job, _json(last) if last else None)
-        for job, last in zip(jobs, lasts, strict=True)
-    ]
+    return [_json(last) if last else None for last in reads.execute()]
 
 
 def job_page(connection: Redis, keys: Keys, job: StoredJob) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import pytest
 import redis
 
 from cronq.redis_server import RedisServer
+from tests.engine_harness import Cronq
 
 MakeRedisServer = Callable[..., RedisServer]
 
@@ -60,3 +61,15 @@ def make_redis_server(tmp_path: Path) -> Iterator[MakeRedisServer]:
 def fake_redis() -> fakeredis.FakeRedis:
     """A fresh in-memory Redis with its own data, for tests that need no real server."""
     return fakeredis.FakeRedis(server=fakeredis.FakeServer())
+
+
+@pytest.fixture
+def harness(redis_url: str, tmp_path: Path) -> Iterator[Cronq]:
+    """The command line and real `cronq worker` processes on an emptied server; every worker is
+    gone at teardown, even when the test fails."""
+    cronq = Cronq(redis_url, tmp_path)
+    try:
+        yield cronq
+    finally:
+        cronq.stop_workers()
+        cronq.kill_all()

@@ -597,3 +597,35 @@ def test_watchdog_deadline_follows_the_earliest_expected_task() -> None:
     assert job.state.watchdog_at == T0 + timedelta(seconds=20)  # the next tick
     job.send(Pause())
     assert job.state.watchdog_at == T0 + timedelta(seconds=70)  # only the running invocation
+
+
+def test_a_job_behind_schedule_catches_up_instead_of_overrunning() -> None:
+    """Two workers after a failover: tick 11 s arrives while the run for 10 s has not started
+    (or started only after 11 s). At 11 s nothing was running: the job is behind, not busy."""
+    job = Job(rules("* * * * * *", overlap=Overlap.SKIP))
+    job.enable()
+    job.at(T0 + timedelta(seconds=5))
+    job.tick()  # the tick for 1 s, four seconds late
+    job.tick()  # the tick for 2 s, taken by a second worker while the start for 1 s waits
+    assert not any(isinstance(a, RecordOverrun) for a in job.log)
+    assert [d.scheduled_for for d in job.state.backlog] == [T0 + timedelta(seconds=2)]
+    first = job.begin()  # starts at 5 s, after the 2 s tick's own time
+    job.tick()  # the tick for 3 s: still behind
+    job.finish(first)
+    job.run()
+    assert [s.scheduled_for for s in job.starts()] == [T0 + timedelta(seconds=n) for n in (1, 2, 3)]
+
+
+def test_a_late_run_that_would_have_overlapped_anyway_still_overruns() -> None:
+    """Behind schedule, the tick for 2 s waits for the run for 1 s. That run then takes 1.5 s:
+    on time it would have covered 2 s too, so with overlap=skip the 2 s fire is an OVERRUN."""
+    job = Job(rules("* * * * * *", overlap=Overlap.SKIP))
+    job.enable()
+    job.at(T0 + timedelta(seconds=5))
+    job.tick()
+    job.tick()
+    job.tick()  # 1 s starts, 2 s and 3 s wait
+    first = job.begin()
+    job.finish(first, after=1.5)  # virtually 1 s .. 2.5 s
+    assert RecordOverrun(T0 + timedelta(seconds=2)) in job.log
+    assert job.state.pending[0].scheduled_for == T0 + timedelta(seconds=3)

@@ -80,6 +80,8 @@ class _Transition:
         self.rules = world.rules
         self.now = world.now
         self.actions: list[Action] = []
+        # Where the invocation that ended in this step would have ended, had it started on time.
+        self.ended_virtually: datetime | None = None
 
     # -- dispatch ------------------------------------------------------------------------------
 
@@ -202,24 +204,43 @@ class _Transition:
         return recent[-1:]
 
     def fire(self, scheduled_for: datetime) -> None:
-        """A scheduled fire time is due: start it, or apply the overlap policy."""
+        """A scheduled fire time is due: start it, queue it, or apply the overlap policy."""
         self.supersede_endless_retry()
         state, rules = self.state, self.rules
-        if state.busy and rules.overlap is Overlap.REPLACE:
+        if not state.busy:
+            self.start(Deferred(scheduled_for))
+        elif rules.overlap is Overlap.QUEUE:
+            full = f"queue full (max_pending={rules.max_pending})"
+            self.defer(scheduled_for, rules.max_pending, full)
+        elif rules.overlap is Overlap.REPLACE:
             self.abort_all(f"replaced by the run for {scheduled_for.isoformat()}")
-        elif state.busy and rules.overlap is Overlap.QUEUE:
-            if len(state.backlog) < rules.max_pending:
-                self.update(backlog=(*state.backlog, Deferred(scheduled_for)))
-            else:
-                self.emit(
-                    RecordSkip(scheduled_for, f"queue full (max_pending={rules.max_pending})")
-                )
-            return
-        elif state.current >= rules.limit:
+            self.start(Deferred(scheduled_for))
+        elif state.current < rules.limit:
+            self.start(Deferred(scheduled_for))
+        elif self.busy_at(scheduled_for):
             self.emit(RecordOverrun(scheduled_for))
             self.update(overruns=state.overruns + 1)
-            return
-        self.start(Deferred(scheduled_for))
+        else:
+            # Busy only because everything runs late (slow workers, a failover): whether the
+            # run before would have covered this fire time is known when it ends. Until then
+            # the fire waits its turn, and the job catches up tick by tick.
+            full = f"behind (max_catch_up={rules.max_catch_up})"
+            self.defer(scheduled_for, rules.max_catch_up, full, behind=True)
+
+    def busy_at(self, moment: datetime) -> bool:
+        """Is a run known to cover `moment` in virtual time: has it lasted from its own scheduled
+        time to `moment` (as it would have, started on time), or is a failure being retried?"""
+        return any(
+            a.scheduled_for + (self.now - a.started_at) >= moment for a in self.state.active
+        ) or any(p.attempt > 1 for p in self.state.pending)
+
+    def defer(
+        self, scheduled_for: datetime, bound: int, full: str, *, behind: bool = False
+    ) -> None:
+        if len(self.state.backlog) < bound:
+            self.update(backlog=(*self.state.backlog, Deferred(scheduled_for, behind=behind)))
+        else:
+            self.emit(RecordSkip(scheduled_for, full))
 
     def supersede_endless_retry(self) -> None:
         """Without max_retries a failed run is retried "until it succeeds or the next tick
@@ -271,6 +292,7 @@ class _Transition:
 
     def end(self, invocation: Invocation, outcome: InvocationStatus, error: str | None) -> None:
         self.update(active=tuple(a for a in self.state.active if a is not invocation))
+        self.ended_virtually = invocation.scheduled_for + (self.now - invocation.started_at)
         self.record(invocation, outcome, finished_at=self.now, error=error)
         if outcome in (InvocationStatus.FAILED, InvocationStatus.TIMED_OUT):
             self.retry(invocation)
@@ -292,11 +314,22 @@ class _Transition:
         """An invocation ended: start the next queued run, or finish."""
         if not self.state.busy:
             self.update(overruns=0)
-            if self.state.backlog and self.state.phase is Phase.ENABLED:
+            while self.state.backlog and self.state.phase is Phase.ENABLED:
                 following, *rest = self.state.backlog
                 self.update(backlog=tuple(rest))
-                self.start(following)
+                if not self.overlapped(following):
+                    self.start(following)
+                    break
         self.finish_if_done()
+
+    def overlapped(self, deferred: Deferred) -> bool:
+        """A fire deferred because the job was behind turns out, now that the run before it
+        ended, to fall inside that run in virtual time: an OVERRUN after all."""
+        ended = self.ended_virtually
+        if not deferred.behind or ended is None or ended <= deferred.scheduled_for:
+            return False
+        self.emit(RecordOverrun(deferred.scheduled_for))
+        return True
 
     # -- operator actions ----------------------------------------------------------------------
 

@@ -83,6 +83,8 @@ class Deferred:
 
     scheduled_for: datetime
     manual: bool = False
+    # Deferred only because the job ran late, not by policy: it may yet prove an overrun.
+    behind: bool = False
 
 
 @dataclass(frozen=True)
