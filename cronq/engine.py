@@ -10,7 +10,7 @@ import json
 import logging
 import math
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -42,6 +42,7 @@ from cronq.statemachine import (
 from cronq.store import HISTORY_LIMIT, HISTORY_TTL, JOB_FIELDS, Keys, StoredJob, parse_job
 
 __all__ = [
+    "Batch",
     "Engine",
     "JobRefused",
     "StepResult",
@@ -71,9 +72,26 @@ class JobRefused(Exception):
 
 @dataclass(frozen=True)
 class StepResult:
-    job: StoredJob
-    state: JobState
+    job: StoredJob  # as it was read, before the batch
+    state: JobState  # right after this event
     actions: tuple[Action, ...]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Per event, its StepResult or the error it met; per job, its state after the batch."""
+
+    results: list[StepResult | Exception]
+    states: dict[str, JobState]
+
+
+# Read every job of a batch in one round trip, inside the WATCH that guards the batch.
+_READ_JOBS = """
+local rows = {}
+for i, key in ipairs(KEYS) do rows[i] = redis.call('HMGET', key, unpack(ARGV)) end
+return rows
+"""
+_BATCH_ATTEMPTS = 3
 
 
 def utcnow() -> datetime:
@@ -110,29 +128,79 @@ class Engine:
         self.nonces = nonces
 
     def step(self, job_id: str, event: Event) -> StepResult:
-        """Apply one event to one job, retrying on a concurrent write. Raises UnknownJob, and
-        JobRefused when the machine refuses (nothing is written then)."""
-        key = self.keys.job(job_id)
-        while True:
-            with self.connection.pipeline() as pipe:
-                try:
-                    pipe.watch(key)
-                    job = parse_job(job_id, pipe.hmget(key, JOB_FIELDS))
-                    if job is None:
-                        raise UnknownJob(job_id)
-                    now = self.clock()
-                    state, actions = step(job.state, event, self.world(now, job.rules))
-                    refusal = next((a for a in actions if isinstance(a, Rejected)), None)
-                    if refusal is not None:
-                        raise JobRefused(refusal.reason)
-                    if state != job.state or actions:
-                        pipe.multi()
+        """Apply one event to one job. Raises UnknownJob, and JobRefused when the machine refuses
+        (nothing is written then)."""
+        (outcome,) = self.step_many([(job_id, event)]).results
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def step_many(self, items: Sequence[tuple[str, Event]]) -> Batch:
+        """Apply events to jobs, in order, in one transaction: WATCH the jobs, read them all in
+        one call, step, and commit every write in one MULTI/EXEC. A concurrent writer makes
+        EXEC fail: the batch is recomputed, and split in halves if it keeps losing."""
+        for _ in range(_BATCH_ATTEMPTS):
+            batch = self._try_batch(items)
+            if batch is not None:
+                return batch
+        if len(items) == 1:
+            return self.step_many(items)  # one job: keep trying; someone else is making progress
+        middle = len(items) // 2
+        first, second = self.step_many(items[:middle]), self.step_many(items[middle:])
+        return Batch(first.results + second.results, {**first.states, **second.states})
+
+    def _try_batch(self, items: Sequence[tuple[str, Event]]) -> Batch | None:
+        job_ids = list(dict.fromkeys(job_id for job_id, _ in items))
+        keys = [self.keys.job(job_id) for job_id in job_ids]
+        with self.connection.pipeline() as pipe:
+            try:
+                pipe.watch(*keys)
+                rows = pipe.eval(_READ_JOBS, len(keys), *keys, *JOB_FIELDS)
+                jobs = {
+                    job_id: parse_job(job_id, row)
+                    for job_id, row in zip(job_ids, rows, strict=True)
+                }
+                now = self.clock()
+                batch, writes = self._fold(items, jobs, now)
+                if writes:
+                    pipe.multi()
+                    for job, state, actions in writes:
                         self.write(pipe, job, state, actions, now)
-                        pipe.execute()
-                except WatchError:
-                    continue
+                    pipe.execute()
+            except WatchError:
+                return None
+        for job, _, actions in writes:
             self.after_commit(job, actions)
-            return StepResult(job, state, actions)
+        return batch
+
+    def _fold(
+        self, items: Sequence[tuple[str, Event]], jobs: dict[str, StoredJob | None], now: datetime
+    ) -> tuple[Batch, list[tuple[StoredJob, JobState, tuple[Action, ...]]]]:
+        """Step every event on the state the events before it left; nothing is written here."""
+        results: list[StepResult | Exception] = []
+        states: dict[str, JobState] = {}
+        actions_by_job: dict[str, list[Action]] = {}
+        for job_id, event in items:
+            job = jobs[job_id]
+            if job is None:
+                results.append(UnknownJob(job_id))
+                continue
+            state, actions = step(states.get(job_id, job.state), event, self.world(now, job.rules))
+            refusal = next((a for a in actions if isinstance(a, Rejected)), None)
+            if refusal is not None:
+                results.append(JobRefused(refusal.reason))
+                continue
+            states[job_id] = state
+            actions_by_job.setdefault(job_id, []).extend(actions)
+            results.append(StepResult(job, state, actions))
+        writes = [
+            (job, states[job_id], tuple(actions_by_job[job_id]))
+            for job_id, job in jobs.items()
+            if job is not None
+            and job_id in states
+            and (states[job_id] != job.state or actions_by_job[job_id])
+        ]
+        return Batch(results, states), writes
 
     def world(self, now: datetime, rules: JobRules) -> World:
         return World(now, rules, self.nonces)

@@ -8,14 +8,20 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from redis import Redis
-from rq import Queue, Worker
+from rq import Queue
 from rq.registry import ScheduledJobRegistry
 from rq.utils import utcparse
 
+from cronq.presence import WORKER_TTL, present
 from cronq.state_codec import decode_state
 from cronq.store import Keys, text
+from cronq.watchdog import DEFAULT_INTERVAL
 
 __all__ = ["service_status"]
+
+# A watchdog beats at least once per interval; status does not know the interval, so it allows
+# the default's three.
+_WATCHDOG_TTL = 3 * DEFAULT_INTERVAL.total_seconds()
 
 
 def service_status(
@@ -35,19 +41,18 @@ def service_status(
             for k, v in connection.hgetall(keys.stats).items()
             if text(k).startswith("watchdog:")
         },
-        "workers": sorted(w.name for w in Worker.all(queue=queue)),
-        "watchdogs": _watchdogs(connection, namespace, stamp),
+        "workers": _present(connection, f"{namespace}:workers", stamp, WORKER_TTL),
+        "watchdogs": _present(connection, f"{namespace}:watchdogs", stamp, _WATCHDOG_TTL),
         "queued_tasks": queue.count,
         "oldest_queued_task_age_seconds": _oldest_queued_age(queue, now),
         "oldest_due_tick_lag_seconds": _oldest_due_lag(queue, stamp),
     }
 
 
-def _watchdogs(connection: Redis, namespace: str, stamp: float) -> list[dict[str, Any]]:
-    heartbeats = connection.zrange(f"{namespace}:watchdogs", 0, -1, withscores=True)
+def _present(connection: Redis, key: str, stamp: float, ttl: float) -> list[dict[str, Any]]:
     return [
-        {"name": text(entry[0]), "last_seen_seconds_ago": round(stamp - float(entry[1]), 1)}
-        for entry in heartbeats
+        {"name": name, "last_seen_seconds_ago": age}
+        for name, age in present(connection, key, stamp, ttl)
     ]
 
 

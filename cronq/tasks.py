@@ -2,7 +2,8 @@
 
 Both are tiny and idempotent: they carry the job's nonce, and the state machine drops a task
 whose nonce the job no longer holds, so a task delivered twice or re-enqueued by the watchdog
-does nothing the second time.
+does nothing the second time. `cronq worker` runs them in batches (cronq/executor.py); these
+functions are what any ordinary RQ worker runs for them.
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ from datetime import datetime
 from redis import Redis
 from rq import get_current_job
 
+from cronq.config import JobSpec
 from cronq.engine import Engine, UnknownJob
 from cronq.statemachine import (
+    Event,
+    Invocation,
     InvocationDone,
     InvocationStarted,
     InvocationStarting,
@@ -24,7 +28,7 @@ from cronq.statemachine import (
 )
 from cronq.targets import Accepted, InvocationContext, target_for
 
-__all__ = ["new_invocation_id", "start", "tick"]
+__all__ = ["call_target", "new_invocation_id", "start", "tick"]
 
 log = logging.getLogger("cronq.tasks")
 
@@ -49,31 +53,33 @@ def start(namespace: str, job_id: str, nonce: int, connection: Redis | None = No
     invocation = next((a for a in result.state.active if a.id == invocation_id), None)
     if invocation is None:
         return  # a stale or duplicate task
-    spec = result.job.spec
+    outcome = call_target(engine, job_id, result.job.spec, invocation)
+    try:
+        engine.step(job_id, outcome)
+    except UnknownJob:
+        log.info("job %s was deleted while invocation %s ran", job_id, invocation_id)
+
+
+def call_target(engine: Engine, job_id: str, spec: JobSpec, invocation: Invocation) -> Event:
+    """Run the job's target for a committed invocation; the event that reports what happened."""
     context = InvocationContext(
         job_id=job_id,
-        invocation_id=invocation_id,
+        invocation_id=invocation.id,
         scheduled_for=invocation.scheduled_for,
         attempt=invocation.attempt,
         payload=spec.payload,
         metadata=spec.metadata,
         deadline=invocation.deadline,
-        namespace=namespace,
+        namespace=engine.namespace,
     )
     try:
         outcome = target_for(spec.target).invoke(context, engine.connection)
     except Exception as exc:  # a target must not raise; if one does, the run failed
         log.exception("job %s: target raised", job_id)
-        outcome_event = InvocationDone(invocation_id, InvocationStatus.FAILED, repr(exc)[:2000])
-    else:
-        if isinstance(outcome, Accepted):
-            engine.step(job_id, InvocationStarted(invocation_id))
-            return
-        outcome_event = InvocationDone(invocation_id, outcome.outcome, outcome.error)
-    try:
-        engine.step(job_id, outcome_event)
-    except UnknownJob:
-        log.info("job %s was deleted while invocation %s ran", job_id, invocation_id)
+        return InvocationDone(invocation.id, InvocationStatus.FAILED, repr(exc)[:2000])
+    if isinstance(outcome, Accepted):
+        return InvocationStarted(invocation.id)
+    return InvocationDone(invocation.id, outcome.outcome, outcome.error)
 
 
 def new_invocation_id(now: datetime) -> str:

@@ -1,29 +1,39 @@
-"""`cronq worker`: an RQ worker for cronq's queue, and the releaser that moves due ticks from RQ's
-scheduled registry into the queue.
+"""`cronq worker`: cronq's task executor, the tick releaser, a watchdog, and (with `--queues`)
+an ordinary RQ worker for users' queues, in one process.
 
-RQ's own scheduler is a forked process that looks once a second, holds its lock for a minute
-past its last heartbeat, and is only restarted elsewhere when a worker runs its maintenance
-(every ten minutes by default): a tick could start a second late, and a killed worker could stop
-every tick for minutes. Ours reuses RQ's release logic and lock script, but runs as a thread of
-every worker: one holds a short lock and sleeps exactly until the next task falls due (never
-longer than `release_interval`, so a sooner task added meanwhile is not missed); the others try
-the lock each second and take over within `LOCK_TTL` when the holder dies.
+The tick releaser moves due tasks from RQ's scheduled registry into cronq's queue. RQ's own
+scheduler is a forked process that looks once a second, holds its lock for a minute past its last
+heartbeat, and is only restarted elsewhere when a worker runs its maintenance (every ten minutes by
+default): a tick could start a second late, and a killed worker could stop every tick for minutes.
+Ours reuses RQ's release logic and lock script, but runs as a thread of every worker: one holds a
+short lock and sleeps exactly until the next task falls due (never longer than `release_interval`,
+so a sooner task added meanwhile is not missed); the others try the lock each second and take over
+within `LOCK_TTL` when the holder dies.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import signal
 import threading
 import time
+import uuid
+from collections.abc import Sequence
 from typing import Any
 
+from redis import Redis
 from redis.exceptions import RedisError
-from rq import SimpleWorker
+from rq import Queue, Worker
 from rq.scheduler import RQScheduler
 from rq.scripts import acquire_or_refresh_lock
 
-__all__ = ["DEFAULT_RELEASE_INTERVAL", "LOCK_TTL", "CronqWorker", "TickReleaser"]
+from cronq.engine import Engine
+from cronq.executor import DEFAULT_BATCH, DEFAULT_THREADS, TaskExecutor
+from cronq.presence import WORKER_TTL, beat, workers_key
+from cronq.watchdog import Watchdog
+
+__all__ = ["DEFAULT_RELEASE_INTERVAL", "LOCK_TTL", "TickReleaser", "run_worker"]
 
 log = logging.getLogger("cronq.worker")
 
@@ -54,6 +64,12 @@ class TickReleaser(RQScheduler):
                 log.warning("tick releaser: %s", exc)
                 wait = 1.0
             stopping.wait(wait)
+        self.release()
+
+    def release_once(self) -> None:
+        """Burst mode: release what is due now, if no other releaser holds the lock."""
+        if self.claim():
+            self.enqueue_scheduled_jobs()
         self.release()
 
     def claim(self) -> bool:
@@ -91,38 +107,68 @@ class TickReleaser(RQScheduler):
         return min(max(earliest - time.time(), _MIN_SLEEP), float(self.release_interval))
 
 
-class CronqWorker(SimpleWorker):
-    """A non-forking worker: cronq's own tasks are tiny, and forking per task would cost more
-    than the task. Users' functions run in ordinary RQ workers (or `cronq worker --queues`)."""
+def run_worker(
+    connection: Redis,
+    namespace: str,
+    *,
+    user_queues: Sequence[str] = (),
+    burst: bool = False,
+    release_interval: float = DEFAULT_RELEASE_INTERVAL,
+    batch: int = DEFAULT_BATCH,
+    threads: int = DEFAULT_THREADS,
+    watchdog: Watchdog | None = None,
+    name: str | None = None,
+) -> None:
+    """Run until SIGTERM/SIGINT (or, with `burst`, until nothing is due)."""
+    name = name or uuid.uuid4().hex
+    engine = Engine(connection, namespace)
+    stopping = threading.Event()
+    releaser = TickReleaser([engine.queue], connection=connection)
+    releaser.release_interval = release_interval
+    executor = TaskExecutor(engine, name, batch=batch, threads=threads)
+    background = [] if burst else [threading.Thread(target=releaser.run, args=(stopping,))]
+    if watchdog is not None and not burst:
+        background.append(threading.Thread(target=watchdog.run, args=(stopping,)))
+    background.append(threading.Thread(target=_heartbeat, args=(engine, name, stopping)))
+    if burst:
+        releaser.release_once()
+    for thread in background:
+        thread.daemon = True
+        thread.start()
+    try:
+        if user_queues:
+            # Users' functions run as RQ runs them: a forked work horse per job, which RQ's stop
+            # command (cronq abort) can kill. cronq's own tasks go on in a thread beside it.
+            tasks = threading.Thread(
+                target=executor.run, args=(stopping,), kwargs={"burst": burst}, daemon=True
+            )
+            tasks.start()
+            queues = [Queue(q, connection=connection) for q in user_queues]
+            Worker(queues, connection=connection).work(burst=burst, with_scheduler=True)
+            stopping.set()
+            tasks.join()
+        else:
+            _stop_on_signals(stopping)
+            executor.run(stopping, burst=burst)
+    finally:
+        stopping.set()
+        for thread in background:
+            thread.join(timeout=LOCK_TTL)
 
-    def __init__(
-        self, *args: Any, release_interval: float = DEFAULT_RELEASE_INTERVAL, **kwargs: Any
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        self.release_interval = release_interval
-        self._stopping = threading.Event()
-        self._releaser_thread: threading.Thread | None = None
 
-    def _start_scheduler(self, burst: bool = False, *args: Any, **kwargs: Any) -> None:
-        releaser = TickReleaser(self.queues, connection=self.connection, serializer=self.serializer)
-        releaser.release_interval = self.release_interval
-        self.scheduler = releaser
-        if burst:
-            if releaser.claim():
-                releaser.enqueue_scheduled_jobs()
-            releaser.release()
-            return
-        self._releaser_thread = threading.Thread(
-            target=releaser.run, args=(self._stopping,), name="cronq-tick-releaser", daemon=True
-        )
-        self._releaser_thread.start()
+def _heartbeat(engine: Engine, name: str, stopping: threading.Event) -> None:
+    while not stopping.is_set():
+        with contextlib.suppress(RedisError):
+            beat(engine.connection, workers_key(engine.namespace), name, time.time(), WORKER_TTL)
+        stopping.wait(WORKER_TTL / 3)
+    with contextlib.suppress(RedisError):
+        engine.connection.zrem(workers_key(engine.namespace), name)
 
-    def stop_scheduler(self) -> None:
-        self._stopping.set()
-        if self._releaser_thread is not None:
-            self._releaser_thread.join(timeout=LOCK_TTL)
 
-    def run_maintenance_tasks(self) -> None:
-        """RQ's maintenance, without its restart of a forked scheduler (ours is a thread)."""
-        self.clean_registries()
-        self.clean_group_registries()
+def _stop_on_signals(stopping: threading.Event) -> None:
+    def stop(signum: int, frame: object) -> None:
+        log.info("signal %d: finishing running targets, then stopping", signum)
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)

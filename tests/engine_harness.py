@@ -25,11 +25,13 @@ from typing import Any, TypeVar
 
 import redis
 from click.testing import CliRunner, Result
-from rq import Queue, Worker
+from rq import Queue
 from rq.job import Job
 from rq.registry import FailedJobRegistry, ScheduledJobRegistry
 
 from cronq.cli import main
+from cronq.executor import wip_key
+from cronq.presence import WORKER_TTL, present, workers_key
 from cronq.store import Keys, history_entries
 
 T = TypeVar("T")
@@ -196,7 +198,8 @@ class Cronq:
         return worker
 
     def registered_workers(self) -> set[str]:
-        return {w.name for w in Worker.all(queue=self.queue)}
+        alive = present(self.connection, workers_key(self.namespace), time.time(), WORKER_TTL)
+        return {name for name, _ in alive}
 
     def wait_ready(self, workers: Iterable[WorkerProcess], timeout: float = 15.0) -> None:
         """Until every worker listens and one of them holds the tick releaser's lock."""
@@ -275,9 +278,9 @@ class Cronq:
         return ScheduledJobRegistry(queue=self.queue).get_job_ids()
 
     def in_flight(self, worker: WorkerProcess) -> list[str]:
-        """Ids of the RQ tasks `worker` is executing (RQ keeps one execution per task)."""
-        members = self.connection.smembers(f"rq:worker:{worker.name}:executions")
-        return sorted(_text(m).rsplit(":", 1)[0] for m in members)
+        """Ids of the tasks `worker` has taken and not finished (its in-progress list)."""
+        members = self.connection.lrange(wip_key(self.namespace, worker.name), 0, -1)
+        return sorted(_text(m) for m in members)
 
     def redeliver(self, task_ids: Iterable[str]) -> list[str]:
         """Enqueue these tasks again, as RQ's retry of an abandoned job or an operator's requeue

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import logging
-import threading
 from datetime import timedelta
 
 import click
-from rq import Queue
 
 from cronq.cli.app import connect, main, redis_options
 from cronq.cli.watchdog_cmd import grace_option, interval_option
 from cronq.engine import Engine
+from cronq.executor import DEFAULT_BATCH, DEFAULT_THREADS
 from cronq.watchdog import Watchdog
-from cronq.worker import DEFAULT_RELEASE_INTERVAL, CronqWorker
+from cronq.worker import DEFAULT_RELEASE_INTERVAL, run_worker
 
 
 @main.command("worker")
@@ -21,9 +20,9 @@ from cronq.worker import DEFAULT_RELEASE_INTERVAL, CronqWorker
 @click.option(
     "--queues",
     "-q",
-    "extra_queues",
+    "user_queues",
     multiple=True,
-    help="Also work these RQ queues (where `rq` targets send users' functions). Repeatable.",
+    help="Also run these RQ queues (where `rq` targets send users' functions). Repeatable.",
 )
 @click.option(
     "--release-interval",
@@ -32,7 +31,21 @@ from cronq.worker import DEFAULT_RELEASE_INTERVAL, CronqWorker
     show_default=True,
     help="Longest sleep (seconds) between looks for scheduled tasks that fell due.",
 )
-@click.option("--name", default=None, help="Worker name (default: RQ's, unique per process).")
+@click.option(
+    "--batch",
+    type=click.IntRange(1, 10_000),
+    default=DEFAULT_BATCH,
+    show_default=True,
+    help="Most of cronq's tasks taken and committed together.",
+)
+@click.option(
+    "--threads",
+    type=click.IntRange(1, 1024),
+    default=DEFAULT_THREADS,
+    show_default=True,
+    help="Targets (http, noop, rq enqueues) called at once.",
+)
+@click.option("--name", default=None, help="Worker name in `cronq status` (default: random).")
 @click.option(
     "--with-watchdog/--no-watchdog",
     default=True,
@@ -41,12 +54,14 @@ from cronq.worker import DEFAULT_RELEASE_INTERVAL, CronqWorker
 )
 @interval_option
 @grace_option
-@click.option("--verbose", "-v", is_flag=True, help="Log every task.")
+@click.option("--verbose", "-v", is_flag=True, help="Log more.")
 @redis_options
 def worker(
     burst: bool,
-    extra_queues: tuple[str, ...],
+    user_queues: tuple[str, ...],
     release_interval: float,
+    batch: int,
+    threads: int,
     name: str | None,
     with_watchdog: bool,
     interval: float,
@@ -55,30 +70,33 @@ def worker(
     redis_url: str,
     namespace: str,
 ) -> None:
-    """Run an RQ worker for cronq's queue, with the scheduler that releases due ticks.
+    """Run cronq's tasks: release due ticks, step jobs, call their targets.
 
     Start as many as you like, on any machines: ticks and starts are idempotent, so a task run
     twice, or by two workers, does nothing the second time. Functions of `rq` targets run on their
-    own queues: in ordinary `rq worker` processes, or here with --queues.
+    own queues: in ordinary `rq worker` processes, or here with --queues. SIGTERM or Ctrl-C stops
+    the worker once its running targets have finished.
     """
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     connection = connect(redis_url)
-    queues = [Queue(q, connection=connection) for q in (namespace, *extra_queues)]
+    dog = None
     if with_watchdog:
         dog = Watchdog(
             Engine(connection, namespace),
             interval=timedelta(seconds=interval),
             grace=timedelta(seconds=grace),
         )
-        threading.Thread(
-            target=dog.run, args=(threading.Event(),), name="cronq-watchdog", daemon=True
-        ).start()
-    cronq_worker = CronqWorker(
-        queues, connection=connection, name=name, release_interval=release_interval
-    )
-    cronq_worker.work(
-        burst=burst, with_scheduler=True, logging_level="INFO" if verbose else "WARNING"
+    run_worker(
+        connection,
+        namespace,
+        user_queues=user_queues,
+        burst=burst,
+        release_interval=release_interval,
+        batch=batch,
+        threads=threads,
+        watchdog=dog,
+        name=name,
     )

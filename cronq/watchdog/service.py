@@ -17,6 +17,7 @@ from redis.exceptions import RedisError
 from rq.scripts import acquire_or_refresh_lock
 
 from cronq.engine import Engine
+from cronq.presence import beat
 from cronq.watchdog.sweep import DEFAULT_GRACE, SweepReport, sweep
 
 __all__ = ["DEFAULT_INTERVAL", "Watchdog"]
@@ -65,10 +66,12 @@ class Watchdog:
 
     def heartbeat(self) -> None:
         now = self.engine.clock().timestamp()
-        connection = self.engine.connection
-        connection.zadd(self.registry_key, {self.name: now})
-        expired = now - 3 * self.interval.total_seconds()
-        connection.zremrangebyscore(self.registry_key, "-inf", expired)
+        beat(self.engine.connection, self.registry_key, self.name, now, self.ttl)
+
+    @property
+    def ttl(self) -> float:
+        """A watchdog silent for this long is gone (it beats at least every interval)."""
+        return 3 * self.interval.total_seconds()
 
     @staticmethod
     def log_report(report: SweepReport) -> None:

@@ -1,4 +1,5 @@
-"""One watchdog sweep: repair every job whose WatchdogTimerTs lapsed more than a grace ago.
+"""One watchdog sweep: put back the tasks of workers that are gone, then repair every job whose
+WatchdogTimerTs lapsed more than a grace ago.
 
 The lapsed jobs come from the sorted-set index in batches, so a sweep costs O(lapsed jobs), never
 a scan of all jobs. For each, the sweep looks up which of the job's tasks still exist in RQ (and
@@ -18,6 +19,7 @@ from rq.registry import ScheduledJobRegistry
 from rq.utils import utcparse
 
 from cronq.engine import Engine, UnknownJob, task_id
+from cronq.executor import return_orphaned_tasks
 from cronq.statemachine import WatchdogFired, WatchdogReport
 from cronq.store import JOB_FIELDS, StoredJob, parse_job
 
@@ -42,11 +44,13 @@ class Repair:
 class SweepReport:
     lapsed: int = 0
     repairs: list[Repair] = field(default_factory=list)
+    returned_tasks: int = 0  # taken by workers that are gone, put back on the queue
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "lapsed": self.lapsed,
+            "returned_tasks": self.returned_tasks,
             "repairs": [r.as_dict() for r in self.repairs],
             "seconds": round(self.seconds, 4),
         }
@@ -56,6 +60,7 @@ def sweep(engine: Engine, grace: timedelta = DEFAULT_GRACE, *, batch: int = _BAT
     began = time.perf_counter()
     report = SweepReport()
     cutoff = engine.clock() - grace
+    report.returned_tasks = return_orphaned_tasks(engine, engine.clock().timestamp())
     skip = 0  # lapsed jobs already looked at that are still lapsed (nothing could be done)
     while True:
         members = engine.connection.zrangebyscore(

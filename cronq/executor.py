@@ -1,0 +1,203 @@
+"""The lean path for cronq's own tasks: pop a batch of tick and start tasks from cronq's RQ queue,
+step all their jobs in one transaction, and call the targets of the starts it committed.
+
+cronq's tasks are RQ jobs (RQ's tools see them queued and scheduled, and an ordinary RQ worker can
+run them through `cronq.tasks`), but RQ's per-job bookkeeping (heartbeats, registries, execution
+records: some 27 round trips) costs far more than a task itself (one state-machine step). Here a
+batch costs a handful of round trips whatever its size. A task popped by a worker that then dies
+is not lost: a batch moves atomically from the queue into the worker's in-progress list
+(`{ns}:wip:{worker}`), which the watchdog puts back on the queue when the worker is gone.
+
+Targets run in a small thread pool, so a slow target does not hold up the ticks of other jobs;
+their outcomes are committed with the next batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from rq.job import Job
+
+from cronq.config import JobSpec
+from cronq.engine import Engine, StepResult
+from cronq.presence import WORKER_TTL, present, workers_key
+from cronq.statemachine import Event, Invocation, InvocationStarting, JobState, TimerTick
+from cronq.store import text
+from cronq.tasks import call_target, new_invocation_id
+
+__all__ = ["DEFAULT_BATCH", "DEFAULT_THREADS", "TaskExecutor", "return_orphaned_tasks", "wip_key"]
+
+log = logging.getLogger("cronq.executor")
+
+DEFAULT_BATCH = 200
+DEFAULT_THREADS = 16
+_IDLE_WAIT = 1  # seconds a blocking pop waits before the loop looks around again
+_BUSY_WAIT = 0.01  # how often outcomes of running targets are collected while nothing is queued
+
+
+@dataclass(frozen=True)
+class _Start:
+    job_id: str
+    invocation_id: str
+
+
+# Move up to ARGV[1] task ids from the queue to the in-progress list, atomically.
+_TAKE = """
+local ids = redis.call('LPOP', KEYS[1], ARGV[1])
+if ids then redis.call('RPUSH', KEYS[2], unpack(ids)) end
+return ids
+"""
+# Put a gone worker's in-progress tasks back at the head of the queue.
+_RETURN = """
+local ids = redis.call('LRANGE', KEYS[1], 0, -1)
+if #ids > 0 then redis.call('LPUSH', KEYS[2], unpack(ids)) end
+redis.call('DEL', KEYS[1])
+return #ids
+"""
+
+
+def wip_key(namespace: str, worker: str) -> str:
+    return f"{namespace}:wip:{worker}"
+
+
+def wips_key(namespace: str) -> str:
+    return f"{namespace}:wips"
+
+
+def return_orphaned_tasks(engine: Engine, now: float) -> int:
+    """Tasks taken by workers that are gone go back on the queue (the watchdog calls this)."""
+    connection, namespace = engine.connection, engine.namespace
+    alive = {name for name, _ in present(connection, workers_key(namespace), now, WORKER_TTL)}
+    returned = 0
+    for member in connection.smembers(wips_key(namespace)):
+        key = text(member)
+        if key.removeprefix(f"{namespace}:wip:") in alive:
+            continue
+        returned += int(connection.eval(_RETURN, 2, key, engine.queue.key))
+        connection.srem(wips_key(namespace), key)
+    return returned
+
+
+class TaskExecutor:
+    def __init__(
+        self,
+        engine: Engine,
+        name: str,
+        *,
+        batch: int = DEFAULT_BATCH,
+        threads: int = DEFAULT_THREADS,
+    ) -> None:
+        self.engine = engine
+        self.wip = wip_key(engine.namespace, name)
+        self.batch = batch
+        self.pool = ThreadPoolExecutor(threads, thread_name_prefix="cronq-target")
+        self.outcomes: queue.SimpleQueue[tuple[str, Event]] = queue.SimpleQueue()
+        self.running = 0  # target calls in flight (changed by this loop's thread only)
+        self.done_calls = 0  # target calls finished (counted by the pool's threads)
+        self._done_lock = threading.Lock()
+
+    def run(self, stopping: threading.Event, *, burst: bool = False) -> None:
+        """Work until `stopping` is set (or, in burst mode, until nothing is left to do); then
+        wait for running targets and commit their outcomes."""
+        self.engine.connection.sadd(wips_key(self.engine.namespace), self.wip)
+        while not stopping.is_set():
+            if not self.run_once(block=True) and burst and not self.in_flight:
+                break
+        self.pool.shutdown(wait=True)
+        self.run_once(block=False, take=False)
+        self.engine.connection.srem(wips_key(self.engine.namespace), self.wip)
+
+    @property
+    def in_flight(self) -> int:
+        with self._done_lock:
+            return self.running - self.done_calls
+
+    def run_once(self, *, block: bool, take: bool = True) -> bool:
+        """One batch: outcomes reported since the last one, then tasks from the queue. False if
+        there was nothing to do."""
+        events = self._drain_outcomes()
+        wait = None if events or not block else (_BUSY_WAIT if self.in_flight else _IDLE_WAIT)
+        task_ids = self._take(wait) if take else []
+        tasks = [t for t in Job.fetch_many(task_ids, connection=self.engine.connection) if t]
+        starts: list[_Start] = []
+        for task in tasks:
+            event = self._event_for(task)
+            if event is not None:
+                job_id = str(task.args[1])
+                events.append((job_id, event))
+                if isinstance(event, InvocationStarting):
+                    starts.append(_Start(job_id, event.invocation_id))
+        if events:
+            batch = self.engine.step_many(events)
+            self._call_targets(starts, batch.results, batch.states)
+        if task_ids:
+            self._forget(task_ids)
+        return bool(events or task_ids)
+
+    def _take(self, wait: float | None) -> list[str]:
+        """Up to a batch of task ids, moved into this worker's in-progress list; with `wait`,
+        block that long for the first one."""
+        connection, queue_key = self.engine.connection, self.engine.queue.key
+        taken = connection.eval(_TAKE, 2, queue_key, self.wip, self.batch) or []
+        if not taken and wait is not None:
+            # Redis takes fractional seconds here; redis-py's annotation says int.
+            first = connection.blmove(queue_key, self.wip, wait, "LEFT", "RIGHT")  # type: ignore[arg-type]
+            if first is not None:
+                more = connection.eval(_TAKE, 2, queue_key, self.wip, self.batch - 1) or []
+                taken = [first, *more]
+        return [text(task_id) for task_id in taken]
+
+    def _event_for(self, task: Job) -> Event | None:
+        kind = (task.func_name or "").rsplit(".", 1)[-1]
+        args = task.args
+        ours = kind in ("tick", "start") and len(args) == 3 and args[0] == self.engine.namespace
+        if not ours:
+            log.error(
+                "task %s on cronq's queue is not cronq's (%s): dropped", task.id, task.func_name
+            )
+            return None
+        if kind == "tick":
+            return TimerTick(args[2])
+        return InvocationStarting(args[2], new_invocation_id(self.engine.clock()))
+
+    def _call_targets(
+        self,
+        starts: list[_Start],
+        results: list[StepResult | Exception],
+        states: dict[str, JobState],
+    ) -> None:
+        """Call the target of every invocation this batch committed as STARTING and that is
+        still active at the batch's end (a later event in it may have replaced it)."""
+        specs: dict[str, JobSpec] = {
+            r.job.job_id: r.job.spec for r in results if isinstance(r, StepResult)
+        }
+        for start in starts:
+            state = states.get(start.job_id)
+            active = state.active if state else ()
+            invocation = next((a for a in active if a.id == start.invocation_id), None)
+            if invocation is not None:
+                self.running += 1
+                self.pool.submit(self._call, start.job_id, specs[start.job_id], invocation)
+
+    def _call(self, job_id: str, spec: JobSpec, invocation: Invocation) -> None:
+        try:
+            self.outcomes.put((job_id, call_target(self.engine, job_id, spec, invocation)))
+        finally:
+            with self._done_lock:
+                self.done_calls += 1
+
+    def _drain_outcomes(self) -> list[tuple[str, Event]]:
+        drained: list[tuple[str, Event]] = []
+        while True:
+            try:
+                drained.append(self.outcomes.get_nowait())
+            except queue.Empty:
+                return drained
+
+    def _forget(self, task_ids: list[str]) -> None:
+        """Done tasks leave no trace, as RQ's own do with result_ttl=0."""
+        self.engine.connection.delete(self.wip, *(Job.key_for(task_id) for task_id in task_ids))
