@@ -75,6 +75,7 @@ from cronq.apply import apply_project
 from cronq.config import ConfigFile
 from cronq.engine import Engine
 from cronq.loader import LoadedProject
+from cronq.presence import workers_key
 from cronq.redis_server import RedisServer
 from cronq.store import HISTORY_LIMIT, Keys
 from cronq.views import load_jobs
@@ -390,7 +391,8 @@ def start_workers(
 def wait_registered(connection: redis.Redis, count: int, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if connection.scard("rq:workers") >= count and connection.keys("rq:scheduler-lock:*"):
+        workers = connection.zcard(workers_key(NAMESPACE))
+        if workers >= count and connection.keys("rq:scheduler-lock:*"):
             return
         time.sleep(0.1)
     raise RuntimeError(f"{count} workers did not register within {timeout:g} s")

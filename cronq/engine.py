@@ -11,7 +11,7 @@ import logging
 import math
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -26,6 +26,7 @@ from cronq.statemachine import (
     Action,
     Event,
     InvocationDone,
+    InvocationStarting,
     InvocationStatus,
     JobRules,
     JobState,
@@ -47,6 +48,7 @@ __all__ = [
     "JobRefused",
     "StepResult",
     "UnknownJob",
+    "new_invocation_id",
     "report_outcome",
     "task_id",
     "utcnow",
@@ -79,10 +81,12 @@ class StepResult:
 
 @dataclass(frozen=True)
 class Batch:
-    """Per event, its StepResult or the error it met; per job, its state after the batch."""
+    """Per event, its StepResult or the error it met; per job, its state after the batch; and
+    the invocations the batch committed as STARTING in place of start tasks (`start_due`)."""
 
     results: list[StepResult | Exception]
     states: dict[str, JobState]
+    started: list[tuple[StoredJob, str]] = field(default_factory=list)
 
 
 # Read every job of a batch in one round trip, inside the WATCH that guards the batch.
@@ -100,6 +104,11 @@ def utcnow() -> datetime:
 
 def random_nonce() -> int:
     return secrets.randbits(62)
+
+
+def new_invocation_id(now: datetime) -> str:
+    """Sortable by time, unique, and safe inside an RQ job id."""
+    return f"{now:%Y%m%dT%H%M%S}-{secrets.token_hex(4)}"
 
 
 def task_id(kind: str, job_id: str, nonce: int) -> str:
@@ -135,21 +144,30 @@ class Engine:
             raise outcome
         return outcome
 
-    def step_many(self, items: Sequence[tuple[str, Event]]) -> Batch:
+    def step_many(self, items: Sequence[tuple[str, Event]], *, start_due: bool = False) -> Batch:
         """Apply events to jobs, in order, in one transaction: WATCH the jobs, read them all in
         one call, step, and commit every write in one MULTI/EXEC. A concurrent writer makes
-        EXEC fail: the batch is recomputed, and split in halves if it keeps losing."""
+        EXEC fail: the batch is recomputed, and split in halves if it keeps losing.
+
+        With `start_due`, a start that is due at once is not enqueued as a task: the batch steps
+        it to STARTING itself and lists it in `Batch.started`, for the caller (a worker) to call
+        its target once the batch is committed, as the start task would have a moment later."""
         for _ in range(_BATCH_ATTEMPTS):
-            batch = self._try_batch(items)
+            batch = self._try_batch(items, start_due)
             if batch is not None:
                 return batch
         if len(items) == 1:
-            return self.step_many(items)  # one job: keep trying; someone else is making progress
+            return self.step_many(items, start_due=start_due)  # someone else is progressing
         middle = len(items) // 2
-        first, second = self.step_many(items[:middle]), self.step_many(items[middle:])
-        return Batch(first.results + second.results, {**first.states, **second.states})
+        first = self.step_many(items[:middle], start_due=start_due)
+        second = self.step_many(items[middle:], start_due=start_due)
+        return Batch(
+            first.results + second.results,
+            {**first.states, **second.states},
+            first.started + second.started,
+        )
 
-    def _try_batch(self, items: Sequence[tuple[str, Event]]) -> Batch | None:
+    def _try_batch(self, items: Sequence[tuple[str, Event]], start_due: bool) -> Batch | None:
         job_ids = list(dict.fromkeys(job_id for job_id, _ in items))
         keys = [self.keys.job(job_id) for job_id in job_ids]
         with self.connection.pipeline() as pipe:
@@ -161,7 +179,7 @@ class Engine:
                     for job_id, row in zip(job_ids, rows, strict=True)
                 }
                 now = self.clock()
-                batch, writes = self._fold(items, jobs, now)
+                batch, writes = self._fold(items, jobs, now, start_due)
                 if writes:
                     pipe.multi()
                     for job, state, actions in writes:
@@ -174,25 +192,33 @@ class Engine:
         return batch
 
     def _fold(
-        self, items: Sequence[tuple[str, Event]], jobs: dict[str, StoredJob | None], now: datetime
+        self,
+        items: Sequence[tuple[str, Event]],
+        jobs: dict[str, StoredJob | None],
+        now: datetime,
+        start_due: bool,
     ) -> tuple[Batch, list[tuple[StoredJob, JobState, tuple[Action, ...]]]]:
         """Step every event on the state the events before it left; nothing is written here."""
         results: list[StepResult | Exception] = []
         states: dict[str, JobState] = {}
         actions_by_job: dict[str, list[Action]] = {}
+        started: list[tuple[StoredJob, str]] = []
         for job_id, event in items:
             job = jobs[job_id]
             if job is None:
                 results.append(UnknownJob(job_id))
                 continue
-            state, actions = step(states.get(job_id, job.state), event, self.world(now, job.rules))
+            world = self.world(now, job.rules)
+            state, actions = step(states.get(job_id, job.state), event, world)
             refusal = next((a for a in actions if isinstance(a, Rejected)), None)
             if refusal is not None:
                 results.append(JobRefused(refusal.reason))
                 continue
+            results.append(StepResult(job, state, actions))
+            if start_due:
+                state, actions = self._start_due(job, state, actions, world, started)
             states[job_id] = state
             actions_by_job.setdefault(job_id, []).extend(actions)
-            results.append(StepResult(job, state, actions))
         writes = [
             (job, states[job_id], tuple(actions_by_job[job_id]))
             for job_id, job in jobs.items()
@@ -200,7 +226,27 @@ class Engine:
             and job_id in states
             and (states[job_id] != job.state or actions_by_job[job_id])
         ]
-        return Batch(results, states), writes
+        return Batch(results, states, started), writes
+
+    def _start_due(
+        self,
+        job: StoredJob,
+        state: JobState,
+        actions: tuple[Action, ...],
+        world: World,
+        started: list[tuple[StoredJob, str]],
+    ) -> tuple[JobState, tuple[Action, ...]]:
+        """Take the starts that are due now in place of their tasks."""
+        kept: list[Action] = []
+        for action in actions:
+            if not isinstance(action, StartInvocation) or action.at > world.now:
+                kept.append(action)
+                continue
+            invocation_id = new_invocation_id(world.now)
+            state, more = step(state, InvocationStarting(action.nonce, invocation_id), world)
+            kept.extend(more)
+            started.append((job, invocation_id))
+        return state, tuple(kept)
 
     def world(self, now: datetime, rules: JobRules) -> World:
         return World(now, rules, self.nonces)

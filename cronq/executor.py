@@ -18,16 +18,15 @@ import logging
 import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 from rq.job import Job
 
 from cronq.config import JobSpec
-from cronq.engine import Engine, StepResult
+from cronq.engine import Batch, Engine, StepResult, new_invocation_id
 from cronq.presence import WORKER_TTL, present, workers_key
-from cronq.statemachine import Event, Invocation, InvocationStarting, JobState, TimerTick
+from cronq.statemachine import Event, Invocation, InvocationStarting, TimerTick
 from cronq.store import text
-from cronq.tasks import call_target, new_invocation_id
+from cronq.tasks import call_target
 
 __all__ = ["DEFAULT_BATCH", "DEFAULT_THREADS", "TaskExecutor", "return_orphaned_tasks", "wip_key"]
 
@@ -37,12 +36,6 @@ DEFAULT_BATCH = 200
 DEFAULT_THREADS = 16
 _IDLE_WAIT = 1  # seconds a blocking pop waits before the loop looks around again
 _BUSY_WAIT = 0.01  # how often outcomes of running targets are collected while nothing is queued
-
-
-@dataclass(frozen=True)
-class _Start:
-    job_id: str
-    invocation_id: str
 
 
 # Move up to ARGV[1] task ids from the queue to the in-progress list, atomically.
@@ -123,17 +116,10 @@ class TaskExecutor:
         wait = None if events or not block else (_BUSY_WAIT if self.in_flight else _IDLE_WAIT)
         task_ids = self._take(wait) if take else []
         tasks = [t for t in Job.fetch_many(task_ids, connection=self.engine.connection) if t]
-        starts: list[_Start] = []
-        for task in tasks:
-            event = self._event_for(task)
-            if event is not None:
-                job_id = str(task.args[1])
-                events.append((job_id, event))
-                if isinstance(event, InvocationStarting):
-                    starts.append(_Start(job_id, event.invocation_id))
+        events += [event for event in map(self._event_for, tasks) if event is not None]
         if events:
-            batch = self.engine.step_many(events)
-            self._call_targets(starts, batch.results, batch.states)
+            batch = self.engine.step_many(events, start_due=True)
+            self._call_targets(events, batch)
         if task_ids:
             self._forget(task_ids)
         return bool(events or task_ids)
@@ -151,7 +137,7 @@ class TaskExecutor:
                 taken = [first, *more]
         return [text(task_id) for task_id in taken]
 
-    def _event_for(self, task: Job) -> Event | None:
+    def _event_for(self, task: Job) -> tuple[str, Event] | None:
         kind = (task.func_name or "").rsplit(".", 1)[-1]
         args = task.args
         ours = kind in ("tick", "start") and len(args) == 3 and args[0] == self.engine.namespace
@@ -160,28 +146,29 @@ class TaskExecutor:
                 "task %s on cronq's queue is not cronq's (%s): dropped", task.id, task.func_name
             )
             return None
+        job_id, nonce = str(args[1]), args[2]
         if kind == "tick":
-            return TimerTick(args[2])
-        return InvocationStarting(args[2], new_invocation_id(self.engine.clock()))
+            return job_id, TimerTick(nonce)
+        return job_id, InvocationStarting(nonce, new_invocation_id(self.engine.clock()))
 
-    def _call_targets(
-        self,
-        starts: list[_Start],
-        results: list[StepResult | Exception],
-        states: dict[str, JobState],
-    ) -> None:
-        """Call the target of every invocation this batch committed as STARTING and that is
-        still active at the batch's end (a later event in it may have replaced it)."""
-        specs: dict[str, JobSpec] = {
-            r.job.job_id: r.job.spec for r in results if isinstance(r, StepResult)
-        }
-        for start in starts:
-            state = states.get(start.job_id)
+    def _call_targets(self, events: list[tuple[str, Event]], batch: Batch) -> None:
+        """Call the target of every invocation this batch committed as STARTING (from a start
+        task, or in its place) that is still active at the batch's end (a later event in it may
+        have replaced it)."""
+        jobs = {r.job.job_id: r.job for r in batch.results if isinstance(r, StepResult)}
+        starts = [
+            (job_id, event.invocation_id)
+            for job_id, event in events
+            if isinstance(event, InvocationStarting)
+        ]
+        starts += [(job.job_id, invocation_id) for job, invocation_id in batch.started]
+        for job_id, invocation_id in starts:
+            state = batch.states.get(job_id)
             active = state.active if state else ()
-            invocation = next((a for a in active if a.id == start.invocation_id), None)
+            invocation = next((a for a in active if a.id == invocation_id), None)
             if invocation is not None:
                 self.running += 1
-                self.pool.submit(self._call, start.job_id, specs[start.job_id], invocation)
+                self.pool.submit(self._call, job_id, jobs[job_id].spec, invocation)
 
     def _call(self, job_id: str, spec: JobSpec, invocation: Invocation) -> None:
         try:

@@ -9,14 +9,12 @@ functions are what any ordinary RQ worker runs for them.
 from __future__ import annotations
 
 import logging
-import secrets
-from datetime import datetime
 
 from redis import Redis
 from rq import get_current_job
 
 from cronq.config import JobSpec
-from cronq.engine import Engine, UnknownJob
+from cronq.engine import Engine, UnknownJob, new_invocation_id
 from cronq.statemachine import (
     Event,
     Invocation,
@@ -28,7 +26,7 @@ from cronq.statemachine import (
 )
 from cronq.targets import Accepted, InvocationContext, target_for
 
-__all__ = ["call_target", "new_invocation_id", "start", "tick"]
+__all__ = ["call_target", "start", "tick"]
 
 log = logging.getLogger("cronq.tasks")
 
@@ -80,11 +78,6 @@ def call_target(engine: Engine, job_id: str, spec: JobSpec, invocation: Invocati
     if isinstance(outcome, Accepted):
         return InvocationStarted(invocation.id)
     return InvocationDone(invocation.id, outcome.outcome, outcome.error)
-
-
-def new_invocation_id(now: datetime) -> str:
-    """Sortable by time, unique, and safe inside an RQ job id."""
-    return f"{now:%Y%m%dT%H%M%S}-{secrets.token_hex(4)}"
 
 
 _engines: dict[tuple[int, str], Engine] = {}

@@ -3,30 +3,33 @@ an ordinary RQ worker for users' queues, in one process.
 
 The tick releaser moves due tasks from RQ's scheduled registry into cronq's queue. RQ's own
 scheduler is a forked process that looks once a second, holds its lock for a minute past its last
-heartbeat, and is only restarted elsewhere when a worker runs its maintenance (every ten minutes by
-default): a tick could start a second late, and a killed worker could stop every tick for minutes.
-Ours reuses RQ's release logic and lock script, but runs as a thread of every worker: one holds a
-short lock and sleeps exactly until the next task falls due (never longer than `release_interval`,
-so a sooner task added meanwhile is not missed); the others try the lock each second and take over
-within `LOCK_TTL` when the holder dies.
+heartbeat, is only restarted elsewhere when a worker runs its maintenance (every ten minutes by
+default), and fetches every due job into Python to move it: a tick could start a second late, a
+killed worker could stop every tick for minutes, and 500 ticks due at once cost 500 fetches. Ours
+takes RQ's lock for the queue (so it never races an RQ scheduler), moves due tasks in one Lua call,
+and runs as a thread of every worker: one holds a short lock and sleeps exactly until the next task
+falls due (never longer than `release_interval`, so a sooner task added meanwhile is not missed);
+the others try the lock each second and take over within `LOCK_TTL` when the holder dies.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import signal
 import threading
 import time
 import uuid
 from collections.abc import Sequence
-from typing import Any
 
 from redis import Redis
 from redis.exceptions import RedisError
 from rq import Queue, Worker
+from rq.job import Job
+from rq.registry import ScheduledJobRegistry
 from rq.scheduler import RQScheduler
-from rq.scripts import acquire_or_refresh_lock
+from rq.scripts import acquire_or_refresh_lock, release_lock
 
 from cronq.engine import Engine
 from cronq.executor import DEFAULT_BATCH, DEFAULT_THREADS, TaskExecutor
@@ -42,24 +45,24 @@ LOCK_TTL = 5  # seconds a dead releaser's lock outlives it
 _MIN_SLEEP = 0.002
 
 
-class TickReleaser(RQScheduler):
-    """RQ's scheduler with a short lock, a sleep fitted to the next due task, and a thread's
-    life instead of a process's."""
+class TickReleaser:
+    """Moves due tasks from RQ's scheduled registry of a queue into the queue, under RQ's own
+    scheduler lock for it (so it never races an RQ scheduler), with a short lease."""
 
-    release_interval = DEFAULT_RELEASE_INTERVAL
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, queue: Queue, *, release_interval: float = DEFAULT_RELEASE_INTERVAL) -> None:
+        self.queue = queue
+        self.connection = queue.connection
+        self.release_interval = release_interval
+        self.name = uuid.uuid4().hex
+        self.lock_key = RQScheduler.get_locking_key(queue.name)
+        self.registry_key = ScheduledJobRegistry(queue=queue).key
+        self.holding = False
         self._claimed_at = 0.0
 
     def run(self, stopping: threading.Event) -> None:
         while not stopping.is_set():
             try:
-                if self.claim():
-                    self.enqueue_scheduled_jobs()
-                    wait = self.until_next_due()
-                else:
-                    wait = 1.0
+                wait = self.release_due() if self.claim() else 1.0
             except RedisError as exc:  # Redis is away: try again, gently
                 log.warning("tick releaser: %s", exc)
                 wait = 1.0
@@ -69,42 +72,47 @@ class TickReleaser(RQScheduler):
     def release_once(self) -> None:
         """Burst mode: release what is due now, if no other releaser holds the lock."""
         if self.claim():
-            self.enqueue_scheduled_jobs()
+            self.release_due()
         self.release()
 
     def claim(self) -> bool:
-        """Acquire or refresh each queue's lock (at most once a second); True if we hold any."""
-        if self._acquired_locks and time.monotonic() - self._claimed_at < 1:
+        """Acquire or refresh the lock (at most once a second); True while we hold it."""
+        if self.holding and time.monotonic() - self._claimed_at < 1:
             return True
-        owned = {
-            name
-            for name in self._queue_names
-            if acquire_or_refresh_lock(
-                self.connection, self.get_locking_key(name), self.name, LOCK_TTL
-            )
-            != "taken"
-        }
-        if owned != self._acquired_locks:
-            log.info("tick releaser %s now releases %s", self.name, sorted(owned) or "nothing")
-            self._acquired_locks = owned
-            self._scheduled_job_registries = []  # rebuilt for the owned queues on next release
-        self._claimed_at = time.monotonic()
-        return bool(owned)
+        outcome = acquire_or_refresh_lock(self.connection, self.lock_key, self.name, LOCK_TTL)
+        holding = outcome != "taken"
+        if holding != self.holding:
+            log.info("tick releaser %s %s", self.name, "holds the lock" if holding else "stands by")
+        self.holding, self._claimed_at = holding, time.monotonic()
+        return holding
+
+    def release_due(self) -> float:
+        """Move every task that is due into the queue; seconds until the next one is due."""
+        now = time.time()
+        self.connection.eval(
+            _RELEASE, 2, self.registry_key, self.queue.key, math.floor(now), Job.key_for("")
+        )
+        first = self.connection.zrange(self.registry_key, 0, 0, withscores=True)
+        if not first:
+            return self.release_interval
+        return min(max(float(first[0][1]) - now, _MIN_SLEEP), self.release_interval)
 
     def release(self) -> None:
-        with contextlib.suppress(RedisError):  # else the lock expires by itself within LOCK_TTL
-            self.release_locks()
+        if self.holding:
+            with contextlib.suppress(RedisError):  # else the lock expires within LOCK_TTL
+                release_lock(self.connection, self.lock_key, self.name)
+            self.holding = False
 
-    def until_next_due(self) -> float:
-        earliest: float | None = None
-        for registry in self._scheduled_job_registries:
-            first = self.connection.zrange(registry.key, 0, 0, withscores=True)
-            if first:
-                score = float(first[0][1])
-                earliest = score if earliest is None else min(earliest, score)
-        if earliest is None:
-            return float(self.release_interval)
-        return min(max(earliest - time.time(), _MIN_SLEEP), float(self.release_interval))
+
+# RQ scores scheduled tasks in whole seconds: a task is due once the second it names has begun.
+_RELEASE = """
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, 10000)
+if #ids == 0 then return 0 end
+for _, id in ipairs(ids) do redis.call('HSET', ARGV[2] .. id, 'status', 'queued') end
+redis.call('ZREM', KEYS[1], unpack(ids))
+redis.call('RPUSH', KEYS[2], unpack(ids))
+return #ids
+"""
 
 
 def run_worker(
@@ -123,8 +131,7 @@ def run_worker(
     name = name or uuid.uuid4().hex
     engine = Engine(connection, namespace)
     stopping = threading.Event()
-    releaser = TickReleaser([engine.queue], connection=connection)
-    releaser.release_interval = release_interval
+    releaser = TickReleaser(engine.queue, release_interval=release_interval)
     executor = TaskExecutor(engine, name, batch=batch, threads=threads)
     background = [] if burst else [threading.Thread(target=releaser.run, args=(stopping,))]
     if watchdog is not None and not burst:

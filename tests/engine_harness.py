@@ -227,7 +227,7 @@ class Cronq:
         name = self.releaser()
         if name is None:
             return None
-        marker = f"tick releaser {name} now releases ['{self.namespace}']"
+        marker = f"tick releaser {name} holds the lock"
         return next((w for w in self.workers if w.alive() and marker in w.log_text()), None)
 
     def stop_workers(self, timeout: float = 8.0) -> None:
