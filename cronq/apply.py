@@ -209,17 +209,17 @@ def _put_job(
         version=0 if old is None else old.version,
         origin=origin,
     )
-    pipe.hset(
-        keys.job(job_id),
-        mapping={
-            "spec": job.spec_json,
-            "start": _timestamp(start),
-            "until": _timestamp(until),
-            "project": project,
-            "origin": origin,
-        },
-    )
-    pipe.sadd(keys.jobs, job_id)
+    fields = {
+        "spec": job.spec_json,
+        "start": _timestamp(start),
+        "until": _timestamp(until),
+        "origin": origin,
+    }
+    # Empty fields are left out, not stored empty: each costs some 50 bytes per job in Redis.
+    pipe.hset(keys.job(job_id), mapping={name: v for name, v in fields.items() if v})
+    if empty := [name for name, value in fields.items() if not value]:
+        pipe.hdel(keys.job(job_id), *empty)
+    pipe.sadd(keys.project_names, project)
     pipe.sadd(keys.project(project), job_id)
     event: Event = Enable() if fresh else SpecChanged()
     state, actions = step(job.state, event, engine.world(now, job.rules))
@@ -231,7 +231,6 @@ def _remove_job(engine: Engine, pipe: Pipeline, project: str, job_id: str) -> No
     keys = engine.keys
     pipe.delete(keys.job(job_id))
     pipe.zrem(keys.watchdog, job_id)
-    pipe.srem(keys.jobs, job_id)
     pipe.srem(keys.project(project), job_id)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 
 from rq.job import Job
@@ -85,6 +86,7 @@ class TaskExecutor:
         threads: int = DEFAULT_THREADS,
     ) -> None:
         self.engine = engine
+        self.serializer = engine.queue.serializer
         self.wip = wip_key(engine.namespace, name)
         self.batch = batch
         self.pool = ThreadPoolExecutor(threads, thread_name_prefix="cronq-target")
@@ -115,8 +117,7 @@ class TaskExecutor:
         events = self._drain_outcomes()
         wait = None if events or not block else (_BUSY_WAIT if self.in_flight else _IDLE_WAIT)
         task_ids = self._take(wait) if take else []
-        tasks = [t for t in Job.fetch_many(task_ids, connection=self.engine.connection) if t]
-        events += [event for event in map(self._event_for, tasks) if event is not None]
+        events += [event for event in self._read_tasks(task_ids) if event is not None]
         if events:
             batch = self.engine.step_many(events, start_due=True)
             self._call_targets(events, batch)
@@ -137,14 +138,27 @@ class TaskExecutor:
                 taken = [first, *more]
         return [text(task_id) for task_id in taken]
 
-    def _event_for(self, task: Job) -> tuple[str, Event] | None:
-        kind = (task.func_name or "").rsplit(".", 1)[-1]
-        args = task.args
+    def _read_tasks(self, task_ids: list[str]) -> list[tuple[str, Event] | None]:
+        """The event each task carries. Only the call is read (not RQ's whole job record): for
+        cronq's tasks that is all there is to know."""
+        reads = self.engine.connection.pipeline(transaction=False)
+        for task_id in task_ids:
+            reads.hget(Job.key_for(task_id), "data")
+        return [
+            self._event_for(task_id, data)
+            for task_id, data in zip(task_ids, reads.execute(), strict=True)
+            if data is not None  # gone: a task removed meanwhile has nothing to do
+        ]
+
+    def _event_for(self, task_id: str, data: bytes) -> tuple[str, Event] | None:
+        try:
+            function, _, args, _ = self.serializer.loads(_inflate(data))
+        except Exception:
+            function, args = "?", ()
+        kind = str(function).rsplit(".", 1)[-1]
         ours = kind in ("tick", "start") and len(args) == 3 and args[0] == self.engine.namespace
         if not ours:
-            log.error(
-                "task %s on cronq's queue is not cronq's (%s): dropped", task.id, task.func_name
-            )
+            log.error("task %s on cronq's queue is not cronq's (%s): dropped", task_id, function)
             return None
         job_id, nonce = str(args[1]), args[2]
         if kind == "tick":
@@ -188,3 +202,11 @@ class TaskExecutor:
     def _forget(self, task_ids: list[str]) -> None:
         """Done tasks leave no trace, as RQ's own do with result_ttl=0."""
         self.engine.connection.delete(self.wip, *(Job.key_for(task_id) for task_id in task_ids))
+
+
+def _inflate(data: bytes) -> bytes:
+    """RQ stores a job's call compressed (older RQ did not)."""
+    try:
+        return zlib.decompress(data)
+    except zlib.error:
+        return data

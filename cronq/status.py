@@ -14,7 +14,7 @@ from rq.utils import utcparse
 
 from cronq.presence import WORKER_TTL, present
 from cronq.state_codec import decode_state
-from cronq.store import Keys, text
+from cronq.store import Keys, all_job_ids, text
 from cronq.watchdog import DEFAULT_INTERVAL
 
 __all__ = ["service_status"]
@@ -57,7 +57,7 @@ def _present(connection: Redis, key: str, stamp: float, ttl: float) -> list[dict
 
 
 def _jobs_per_state(connection: Redis, keys: Keys) -> dict[str, int]:
-    job_ids = [text(m) for m in connection.smembers(keys.jobs)]
+    job_ids = all_job_ids(connection, keys)
     reads = connection.pipeline(transaction=False)
     for job_id in job_ids:
         reads.hget(keys.job(job_id), "state")

@@ -1,12 +1,12 @@
 """The Redis layout of cronq's own state, under the namespace prefix (DESIGN §2).
 
     {ns}:job:{id}        hash: spec (the declared job, canonical JSON), start/until (resolved
-                         instants), project, state (JobState JSON), version, origin
+                         instants, when set), state (JobState JSON), version, origin
                          (`api` for jobs added with cronq.Client, else the file or module
                          that applied it: apply never removes an `api` job)
     {ns}:watchdog        sorted set: job id -> WatchdogTimerTs (epoch seconds)
-    {ns}:jobs            set of every job id
     {ns}:project:{p}     set of the project's job ids
+    {ns}:project-names   set of project names (every job is in one project's set)
     {ns}:projects        hash: project -> JSON {revision, digest, applied_at}
     {ns}:history:{id}    list of finished history entries, newest first, capped, with a TTL
     {ns}:stats           hash of counters (watchdog repairs by kind)
@@ -35,6 +35,7 @@ __all__ = [
     "ORIGIN_API",
     "Keys",
     "StoredJob",
+    "all_job_ids",
     "history_entries",
     "load_job",
     "rules_for",
@@ -52,7 +53,7 @@ class Keys:
     def __init__(self, namespace: str) -> None:
         self.namespace = namespace
         self.watchdog = f"{namespace}:watchdog"
-        self.jobs = f"{namespace}:jobs"
+        self.project_names = f"{namespace}:project-names"
         self.projects = f"{namespace}:projects"
         self.stats = f"{namespace}:stats"
         self.repairs = f"{namespace}:repairs"
@@ -89,17 +90,17 @@ class StoredJob:
         return _evaluated(self.spec_json, self.start, self.until)[1]
 
 
-JOB_FIELDS = ("spec", "start", "until", "project", "state", "version", "origin")
+JOB_FIELDS = ("spec", "start", "until", "state", "version", "origin")
 
 
 def parse_job(job_id: str, values: list[Any]) -> StoredJob | None:
     """From HMGET of JOB_FIELDS; None when the job does not exist."""
-    spec, start, until, project, state, version, origin = (_text(v) for v in values)
+    spec, start, until, state, version, origin = (_text(v) for v in values)
     if spec is None:
         return None
     return StoredJob(
         job_id=job_id,
-        project=project or "",
+        project=job_id.split("/", 1)[0],
         spec_json=spec,
         start=_instant(start),
         until=_instant(until),
@@ -107,6 +108,14 @@ def parse_job(job_id: str, values: list[Any]) -> StoredJob | None:
         version=int(version or 0),
         origin=origin or "",
     )
+
+
+def all_job_ids(connection: Redis, keys: Keys) -> list[str]:
+    """Every job id: the union of the project sets (one set entry per job, not two)."""
+    projects = [text(name) for name in connection.smembers(keys.project_names)]
+    if not projects:
+        return []
+    return sorted(text(m) for m in connection.sunion([keys.project(p) for p in projects]))
 
 
 def load_job(connection: Redis, keys: Keys, job_id: str) -> StoredJob | None:

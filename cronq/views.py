@@ -10,14 +10,16 @@ from typing import Any
 from redis import Redis
 
 from cronq.statemachine import Invocation
-from cronq.store import JOB_FIELDS, Keys, StoredJob, history_entries, parse_job
+from cronq.store import JOB_FIELDS, Keys, StoredJob, all_job_ids, history_entries, parse_job, text
 
 __all__ = ["job_history", "job_page", "job_rows", "job_summary", "last_entries", "load_jobs"]
 
 
 def load_jobs(connection: Redis, keys: Keys, project: str | None = None) -> list[StoredJob]:
-    members = connection.smembers(keys.project(project) if project else keys.jobs)
-    job_ids = sorted(m.decode() if isinstance(m, bytes) else str(m) for m in members)
+    if project is None:
+        job_ids = all_job_ids(connection, keys)
+    else:
+        job_ids = sorted(text(m) for m in connection.smembers(keys.project(project)))
     reads = connection.pipeline(transaction=False)
     for job_id in job_ids:
         reads.hmget(keys.job(job_id), JOB_FIELDS)
