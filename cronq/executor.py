@@ -45,10 +45,10 @@ local ids = redis.call('LPOP', KEYS[1], ARGV[1])
 if ids then redis.call('RPUSH', KEYS[2], unpack(ids)) end
 return ids
 """
-# Put a gone worker's in-progress tasks back at the head of the queue.
+# Put a gone worker's in-progress tasks back at the head of the queue, in their order.
 _RETURN = """
 local ids = redis.call('LRANGE', KEYS[1], 0, -1)
-if #ids > 0 then redis.call('LPUSH', KEYS[2], unpack(ids)) end
+for i = #ids, 1, -1 do redis.call('LPUSH', KEYS[2], ids[i]) end
 redis.call('DEL', KEYS[1])
 return #ids
 """
@@ -100,7 +100,8 @@ class TaskExecutor:
         wait for running targets and commit their outcomes."""
         self.engine.connection.sadd(wips_key(self.engine.namespace), self.wip)
         while not stopping.is_set():
-            if not self.run_once(block=True) and burst and not self.in_flight:
+            block = not burst or self.in_flight > 0  # burst mode waits only for its own targets
+            if not self.run_once(block=block) and burst and not self.in_flight:
                 break
         self.pool.shutdown(wait=True)
         self.run_once(block=False, take=False)

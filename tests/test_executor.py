@@ -1,0 +1,100 @@
+"""The lean task executor against fakeredis with a fake clock: batches, starts taken in the
+tick's transaction, in-progress lists, foreign tasks, and RQ compatibility of cronq's tasks."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from pathlib import Path
+
+import pytest
+from rq import Queue, SimpleWorker
+from rq.job import Job
+
+from cronq.apply import apply_project
+from cronq.engine import Engine
+from cronq.executor import TaskExecutor, return_orphaned_tasks, wip_key
+from cronq.presence import WORKER_TTL, beat, workers_key
+from tests.fake_engine import TWO_JOBS, Clock, project, release_due
+
+pytest_plugins = ["tests.fake_engine"]
+
+
+def statuses(engine: Engine, job_id: str) -> list[str]:
+    entries = engine.connection.lrange(engine.keys.history(job_id), 0, -1)
+    return [json.loads(e)["status"] for e in entries]
+
+
+def burst(engine: Engine, name: str = "w1") -> None:
+    TaskExecutor(engine, name, threads=2).run(threading.Event(), burst=True)
+
+
+def test_a_due_tick_runs_its_target_without_a_start_task(
+    engine: Engine, clock: Clock, tmp_path: Path
+) -> None:
+    apply_project(engine, project(tmp_path, TWO_JOBS))
+    clock.advance(10)
+    release_due(engine)
+    burst(engine)
+    assert statuses(engine, "demo/fast") == ["SUCCEEDED"]
+    queue = Queue("cronq", connection=engine.connection)
+    assert queue.count == 0  # the start was taken in the tick's own transaction
+    assert engine.connection.exists(wip_key("cronq", "w1")) == 0  # nothing left in progress
+    assert not [k for k in engine.connection.keys("rq:job:cronq-s-*")]  # no start task made
+
+
+def test_a_delayed_retry_still_goes_through_an_rq_task(
+    engine: Engine, clock: Clock, tmp_path: Path
+) -> None:
+    text = """
+jobs:
+  - name: flaky
+    schedule: "0 * * * *"
+    noop: {fail: true}
+    failure_policy: {constant: {delay: 5s, max_retries: 1}}
+"""
+    apply_project(engine, project(tmp_path, text))
+    clock.advance(3600)
+    release_due(engine)
+    burst(engine)
+    assert statuses(engine, "demo/flaky") == ["FAILED"]
+    assert engine.connection.keys("rq:job:cronq-s-*")  # the retry waits as a scheduled task
+    clock.advance(5)
+    release_due(engine)
+    burst(engine)
+    assert statuses(engine, "demo/flaky") == ["FAILED", "FAILED"]
+
+
+def test_tasks_of_a_worker_that_is_gone_go_back_on_the_queue(engine: Engine, clock: Clock) -> None:
+    connection = engine.connection
+    now = clock().timestamp()
+    for worker, tasks in (("dead", ["a", "b"]), ("alive", ["c"])):
+        connection.rpush(wip_key("cronq", worker), *tasks)
+        connection.sadd("cronq:wips", wip_key("cronq", worker))
+    beat(connection, workers_key("cronq"), "alive", now, WORKER_TTL)
+    assert return_orphaned_tasks(engine, now) == 2
+    assert connection.lrange(engine.queue.key, 0, -1) == [b"a", b"b"]
+    assert connection.lrange(wip_key("cronq", "alive"), 0, -1) == [b"c"]
+
+
+def test_a_task_that_is_not_cronqs_is_dropped_with_a_message(
+    engine: Engine, caplog: pytest.LogCaptureFixture
+) -> None:
+    Queue("cronq", connection=engine.connection).enqueue("builtins.len", "abc")
+    with caplog.at_level(logging.ERROR, logger="cronq.executor"):
+        burst(engine)
+    assert "is not cronq's (builtins.len)" in caplog.text
+
+
+def test_cronqs_tasks_are_ordinary_rq_jobs_an_rq_worker_can_run(
+    engine: Engine, clock: Clock, tmp_path: Path
+) -> None:
+    apply_project(engine, project(tmp_path, TWO_JOBS))
+    clock.advance(10)
+    release_due(engine)
+    queue = Queue("cronq", connection=engine.connection)
+    (task_id,) = queue.job_ids
+    assert Job.fetch(task_id, connection=engine.connection).description == "cronq tick"
+    SimpleWorker([queue], connection=engine.connection).work(burst=True)
+    assert statuses(engine, "demo/fast") == ["SUCCEEDED"]
