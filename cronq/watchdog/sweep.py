@@ -70,25 +70,27 @@ def sweep(engine: Engine, grace: timedelta = DEFAULT_GRACE, *, batch: int = _BAT
         if not job_ids:
             break
         report.lapsed += len(job_ids)
-        for job_id, alive in _alive_tasks(engine, job_ids, cutoff).items():
-            report.repairs += _repair(engine, job_id, grace, alive)
+        report.repairs += _repair(engine, grace, _alive_tasks(engine, job_ids, cutoff))
         scores = engine.connection.zmscore(engine.keys.watchdog, job_ids)
         skip += sum(1 for score in scores if score is not None and score <= cutoff.timestamp())
     report.seconds = time.perf_counter() - began
     return report
 
 
-def _repair(engine: Engine, job_id: str, grace: timedelta, alive: frozenset[int]) -> list[Repair]:
-    try:
-        result = engine.step(job_id, WatchdogFired(grace, alive))
-    except UnknownJob:  # deleted since it was indexed
-        engine.connection.zrem(engine.keys.watchdog, job_id)
-        return []
-    return [
-        Repair(job_id, action.repair.value, action.detail)
-        for action in result.actions
-        if isinstance(action, WatchdogReport)
-    ]
+def _repair(engine: Engine, grace: timedelta, alive: dict[str, frozenset[int]]) -> list[Repair]:
+    """One batch of lapsed jobs, repaired in one transaction."""
+    events = [(job_id, WatchdogFired(grace, nonces)) for job_id, nonces in alive.items()]
+    repairs: list[Repair] = []
+    for (job_id, _), result in zip(events, engine.step_many(events).results, strict=True):
+        if isinstance(result, UnknownJob):  # deleted since it was indexed
+            engine.connection.zrem(engine.keys.watchdog, job_id)
+        elif not isinstance(result, Exception):
+            repairs += [
+                Repair(job_id, action.repair.value, action.detail)
+                for action in result.actions
+                if isinstance(action, WatchdogReport)
+            ]
+    return repairs
 
 
 def _alive_tasks(engine: Engine, job_ids: list[str], cutoff: datetime) -> dict[str, frozenset[int]]:
