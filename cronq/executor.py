@@ -14,12 +14,14 @@ their outcomes are committed with the next batch.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 
+from redis.exceptions import RedisError
 from rq.job import Job
 
 from cronq.config import JobSpec
@@ -37,6 +39,7 @@ DEFAULT_BATCH = 200
 DEFAULT_THREADS = 16
 _IDLE_WAIT = 1  # seconds a blocking pop waits before the loop looks around again
 _BUSY_WAIT = 0.01  # how often outcomes of running targets are collected while nothing is queued
+_BACKOFF, _MAX_BACKOFF = 0.5, 5.0  # seconds between tries while Redis is unavailable
 
 
 # Move up to ARGV[1] task ids from the queue to the in-progress list, atomically.
@@ -87,6 +90,9 @@ class TaskExecutor:
     ) -> None:
         self.engine = engine
         self.serializer = engine.queue.serializer
+        # Outcomes drained from the pool but not yet committed (kept across a Redis error).
+        self.outcome_backlog: list[tuple[str, Event]] = []
+        self.registered = False
         self.wip = wip_key(engine.namespace, name)
         self.batch = batch
         self.pool = ThreadPoolExecutor(threads, thread_name_prefix="cronq-target")
@@ -98,14 +104,24 @@ class TaskExecutor:
     def run(self, stopping: threading.Event, *, burst: bool = False) -> None:
         """Work until `stopping` is set (or, in burst mode, until nothing is left to do); then
         wait for running targets and commit their outcomes."""
-        self.engine.connection.sadd(wips_key(self.engine.namespace), self.wip)
+        failures = 0
         while not stopping.is_set():
             block = not burst or self.in_flight > 0  # burst mode waits only for its own targets
-            if not self.run_once(block=block) and burst and not self.in_flight:
+            try:
+                worked = self.run_once(block=block)
+            except RedisError as exc:  # Redis is away: nothing is lost, try again, gently
+                failures += 1
+                delay = min(_BACKOFF * 2 ** (failures - 1), _MAX_BACKOFF)
+                log.warning("Redis unavailable (%s); retrying in %.1f s", exc, delay)
+                stopping.wait(delay)
+                continue
+            failures = 0
+            if not worked and burst and not self.in_flight:
                 break
         self.pool.shutdown(wait=True)
-        self.run_once(block=False, take=False)
-        self.engine.connection.srem(wips_key(self.engine.namespace), self.wip)
+        with contextlib.suppress(RedisError):  # else the watchdog returns what is left
+            self.run_once(block=False, take=False)
+            self.engine.connection.srem(wips_key(self.engine.namespace), self.wip)
 
     @property
     def in_flight(self) -> int:
@@ -115,12 +131,17 @@ class TaskExecutor:
     def run_once(self, *, block: bool, take: bool = True) -> bool:
         """One batch: outcomes reported since the last one, then tasks from the queue. False if
         there was nothing to do."""
-        events = self._drain_outcomes()
+        if not self.registered:  # so that the watchdog finds our in-progress list if we die
+            self.engine.connection.sadd(wips_key(self.engine.namespace), self.wip)
+            self.registered = True
+        self.outcome_backlog += self._drain_outcomes()
+        events = list(self.outcome_backlog)
         wait = None if events or not block else (_BUSY_WAIT if self.in_flight else _IDLE_WAIT)
         task_ids = self._take(wait) if take else []
         events += [event for event in self._read_tasks(task_ids) if event is not None]
         if events:
             batch = self.engine.step_many(events, start_due=True)
+            self.outcome_backlog.clear()  # committed: only now may they be forgotten
             self._call_targets(events, batch)
         if task_ids:
             self._forget(task_ids)
@@ -128,8 +149,11 @@ class TaskExecutor:
 
     def _take(self, wait: float | None) -> list[str]:
         """Up to a batch of task ids, moved into this worker's in-progress list; with `wait`,
-        block that long for the first one."""
+        block that long for the first one. Tasks left there (a batch that met a Redis error, or
+        a worker restarted under the same name) come first."""
         connection, queue_key = self.engine.connection, self.engine.queue.key
+        if leftover := connection.lrange(self.wip, 0, -1):
+            return [text(task_id) for task_id in leftover]
         taken = connection.eval(_TAKE, 2, queue_key, self.wip, self.batch) or []
         if not taken and wait is not None:
             # Redis takes fractional seconds here; redis-py's annotation says int.
