@@ -25,6 +25,7 @@ import socket
 import string
 import subprocess
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from urllib.parse import quote
@@ -118,13 +119,20 @@ class RedisServer:
         appendonly: bool = False,
         password: str | None = None,
         binary: Path | None = None,
+        settings: Mapping[str, str] | None = None,
+        preexec_fn: Callable[[], None] | None = None,
     ) -> None:
+        """`settings` are more server options given at start-up (so they also govern the data it
+        loads, which a later CONFIG SET would not); `preexec_fn` runs in the child before the
+        server starts (`cronq run`: its own session, and death with its parent)."""
         # Absolute, because the server changes into --dir before it opens anything.
         self.directory = Path(directory).resolve()
         self.port = port if port is not None else free_port()
         self.appendonly = appendonly
         self.password = password
         self.binary = binary if binary is not None else find_server_binary()
+        self.settings = dict(settings or {})
+        self.preexec_fn = preexec_fn
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -166,6 +174,8 @@ class RedisServer:
             "--protected-mode", "yes",
             "--logfile", str(self.log_path),
         ]  # fmt: skip
+        for name, value in self.settings.items():
+            command += [f"--{name}", value]
         return command
 
     def start(self, timeout: float = 10.0) -> None:
@@ -179,6 +189,7 @@ class RedisServer:
                 stdin=subprocess.PIPE if self.password is not None else subprocess.DEVNULL,
                 stdout=early_output,
                 stderr=subprocess.STDOUT,
+                preexec_fn=self.preexec_fn,
             )
         try:
             if self.password is not None:
