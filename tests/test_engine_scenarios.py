@@ -19,6 +19,7 @@ import pytest
 import redis
 
 from cronq.redis_server import RedisServer
+from cronq.store import load_job
 from tests.engine_harness import (
     Cronq,
     instant,
@@ -473,8 +474,17 @@ def test_ticks_delayed_by_a_releaser_failover_are_caught_up_tick_by_tick(cronq: 
     time.sleep(2.5)
     releasing = cronq.releasing_worker()
     assert releasing is not None
-    # Kill it between tasks if possible, so that no run is left stuck (one may be, if not).
-    wait_until(lambda: not cronq.in_flight(releasing), timeout=3, interval=0.002, what="idle")
+
+    # Kill it between runs if possible, so that no run is left stuck (one may be, if not): runs
+    # take 300 ms of every second, and targets run after their batch has left the in-progress
+    # list, so "idle" means no task in progress and no job with an active invocation.
+    def idle() -> bool:
+        if cronq.in_flight(releasing):
+            return False
+        jobs = [load_job(cronq.connection, cronq.keys, job_id) for job_id in job_ids]
+        return not any(job and job.state.active for job in jobs)
+
+    wait_until(idle, timeout=3, interval=0.002, what="idle")
     releasing.kill()
     killed = time.time()
     cronq.start_worker()
