@@ -21,6 +21,7 @@ from redis.exceptions import WatchError
 from rq import Queue
 from rq.job import Job
 
+from cronq import metrics
 from cronq.state_codec import encode_state
 from cronq.statemachine import (
     AbortInvocation,
@@ -325,7 +326,13 @@ class Engine:
         pipe.expire(key, HISTORY_TTL)
 
     def after_commit(self, job: StoredJob, actions: tuple[Action, ...]) -> None:
-        """External calls come after the state that asked for them is committed."""
+        """External calls, metrics and logs come after the state that asked for them is
+        committed (a batch recomputed after a lost race is counted once)."""
+        counts = metrics.active()
+        if counts is not None:
+            counts.committed(self.namespace, job.job_id, actions)
+        if log.isEnabledFor(logging.INFO):
+            _log_history(job.job_id, actions)
         for action in actions:
             if isinstance(action, AbortInvocation):
                 from cronq.targets import target_for
@@ -334,11 +341,18 @@ class Engine:
                     target_for(job.spec.target).abort(action.invocation_id, self.connection)
                 except Exception:  # best effort: the invocation is already recorded ABORTED
                     log.exception(
-                        "job %s: could not stop invocation %s", job.job_id, action.invocation_id
+                        "job %s: could not stop invocation %s",
+                        job.job_id,
+                        action.invocation_id,
+                        extra={"job": job.job_id, "invocation": action.invocation_id},
                     )
             elif isinstance(action, WatchdogReport):
                 log.warning(
-                    "job %s: watchdog %s: %s", job.job_id, action.repair.value, action.detail
+                    "job %s: watchdog %s: %s",
+                    job.job_id,
+                    action.repair.value,
+                    action.detail,
+                    extra={"job": job.job_id, "repair": action.repair.value},
                 )
 
 
@@ -354,7 +368,48 @@ def report_outcome(
     try:
         Engine(connection, namespace).step(job_id, InvocationDone(invocation_id, outcome, error))
     except UnknownJob:
-        log.info("job %s is gone; outcome of %s dropped", job_id, invocation_id)
+        log.info(
+            "job %s is gone; outcome of %s dropped",
+            job_id,
+            invocation_id,
+            extra={"job": job_id, "invocation": invocation_id},
+        )
+
+
+def _log_history(job_id: str, actions: tuple[Action, ...]) -> None:
+    """A line per history entry committed (`cronq worker -v`): how a run ended, what was
+    skipped, with the job and invocation as fields of their own for structured logs."""
+    for action in actions:
+        match action:
+            case RecordInvocation(status=status) if status.final:
+                error = f": {action.error}" if action.error else ""
+                log.info(
+                    "job %s: invocation %s %s (attempt %d)%s",
+                    job_id,
+                    action.invocation_id,
+                    status.value,
+                    action.attempt,
+                    error,
+                    extra={
+                        "job": job_id,
+                        "invocation": action.invocation_id,
+                        "status": status.value,
+                        "attempt": action.attempt,
+                        "scheduled_for": _iso(action.scheduled_for),
+                    },
+                )
+            case RecordOverrun() | RecordSkip():
+                skipped = isinstance(action, RecordSkip)
+                status = InvocationStatus.SKIPPED if skipped else InvocationStatus.OVERRUN
+                when = _iso(action.scheduled_for)
+                log.info(
+                    "job %s: %s for %s%s",
+                    job_id,
+                    status.value,
+                    when,
+                    f": {action.reason}" if isinstance(action, RecordSkip) else "",
+                    extra={"job": job_id, "status": status.value, "scheduled_for": when},
+                )
 
 
 def _iso(value: datetime | None) -> str | None:

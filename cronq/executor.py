@@ -18,12 +18,14 @@ import contextlib
 import logging
 import queue
 import threading
+import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 
 from redis.exceptions import RedisError
 from rq.job import Job
 
+from cronq import metrics
 from cronq.config import JobSpec
 from cronq.engine import Batch, Engine, StepResult, new_invocation_id
 from cronq.presence import WORKER_TTL, present, workers_key
@@ -140,8 +142,11 @@ class TaskExecutor:
         task_ids = self._take(wait) if take else []
         events += [event for event in self._read_tasks(task_ids) if event is not None]
         if events:
+            began = time.perf_counter()
             batch = self.engine.step_many(events, start_due=True)
             self.outcome_backlog.clear()  # committed: only now may they be forgotten
+            if (counts := metrics.active()) is not None:
+                counts.batch(self.engine.namespace, len(events), time.perf_counter() - began)
             self._call_targets(events, batch)
         if task_ids:
             self._forget(task_ids)

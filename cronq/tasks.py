@@ -35,7 +35,7 @@ def tick(namespace: str, job_id: str, nonce: int, connection: Redis | None = Non
     try:
         _engine(namespace, connection).step(job_id, TimerTick(nonce))
     except UnknownJob:
-        log.info("tick for job %s, which is gone", job_id)
+        log.info("tick for job %s, which is gone", job_id, extra={"job": job_id})
 
 
 def start(namespace: str, job_id: str, nonce: int, connection: Redis | None = None) -> None:
@@ -46,7 +46,7 @@ def start(namespace: str, job_id: str, nonce: int, connection: Redis | None = No
     try:
         result = engine.step(job_id, InvocationStarting(nonce, invocation_id))
     except UnknownJob:
-        log.info("start for job %s, which is gone", job_id)
+        log.info("start for job %s, which is gone", job_id, extra={"job": job_id})
         return
     invocation = next((a for a in result.state.active if a.id == invocation_id), None)
     if invocation is None:
@@ -55,7 +55,12 @@ def start(namespace: str, job_id: str, nonce: int, connection: Redis | None = No
     try:
         engine.step(job_id, outcome)
     except UnknownJob:
-        log.info("job %s was deleted while invocation %s ran", job_id, invocation_id)
+        log.info(
+            "job %s was deleted while invocation %s ran",
+            job_id,
+            invocation_id,
+            extra={"job": job_id, "invocation": invocation_id},
+        )
 
 
 def call_target(engine: Engine, job_id: str, spec: JobSpec, invocation: Invocation) -> Event:
@@ -73,7 +78,9 @@ def call_target(engine: Engine, job_id: str, spec: JobSpec, invocation: Invocati
     try:
         outcome = target_for(spec.target).invoke(context, engine.connection)
     except Exception as exc:  # a target must not raise; if one does, the run failed
-        log.exception("job %s: target raised", job_id)
+        log.exception(
+            "job %s: target raised", job_id, extra={"job": job_id, "invocation": invocation.id}
+        )
         return InvocationDone(invocation.id, InvocationStatus.FAILED, repr(exc)[:2000])
     if isinstance(outcome, Accepted):
         return InvocationStarted(invocation.id)

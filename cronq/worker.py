@@ -31,6 +31,7 @@ from rq.registry import ScheduledJobRegistry
 from rq.scheduler import RQScheduler
 from rq.scripts import acquire_or_refresh_lock, release_lock
 
+from cronq import metrics
 from cronq.engine import Engine
 from cronq.executor import DEFAULT_BATCH, DEFAULT_THREADS, TaskExecutor
 from cronq.presence import WORKER_TTL, beat, workers_key
@@ -126,9 +127,15 @@ def run_worker(
     threads: int = DEFAULT_THREADS,
     watchdog: Watchdog | None = None,
     name: str | None = None,
+    metrics_port: int | None = None,
+    metrics_host: str = metrics.DEFAULT_HOST,
 ) -> None:
-    """Run until SIGTERM/SIGINT (or, with `burst`, until nothing is due)."""
+    """Run until SIGTERM/SIGINT (or, with `burst`, until nothing is due). With `metrics_port`,
+    serve Prometheus metrics meanwhile (MetricsError if the port cannot be bound)."""
     name = name or uuid.uuid4().hex
+    server = None if metrics_port is None else metrics.serve(metrics_port, metrics_host)
+    if server is not None:
+        log.info("worker %s: metrics at %s", name, server.url, extra={"worker": name})
     engine = Engine(connection, namespace)
     stopping = threading.Event()
     releaser = TickReleaser(engine.queue, release_interval=release_interval)
@@ -161,6 +168,8 @@ def run_worker(
         stopping.set()
         for thread in background:
             thread.join(timeout=LOCK_TTL)
+        if server is not None:
+            server.close()
 
 
 def _heartbeat(engine: Engine, name: str, stopping: threading.Event) -> None:

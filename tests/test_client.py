@@ -124,8 +124,8 @@ def test_pause_stops_the_ticks_and_resume_continues_from_now(
 
     with worker(harness):
         wait_until(lambda: client.history("api/every"), timeout=10, what="a first run")
-        paused_at = datetime.now(timezone.utc)
         paused = client.pause("api/every", reason="maintenance")
+        paused_at = datetime.now(timezone.utc)  # after the pause committed: a tick before it ran
         assert paused.state is JobStateName.SUSPENDED and paused.next_run is None
         assert paused.paused_reason == "maintenance"
         time.sleep(2.5)  # two tick boundaries pass

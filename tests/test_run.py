@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from cronq.cli import main
 from cronq.redis_server import RedisServer
 from cronq.runner.fires import describe
+from cronq.runner.workers import WorkerPool
 from tests.engine_harness import wait_until
 
 _CRONQ = (sys.executable, "-c", "from cronq.cli import main; main(prog_name='cronq')")
@@ -344,3 +345,15 @@ def test_help_reads_like_a_manual_page() -> None:
     text = CliRunner().invoke(main, ["run", "--help"]).output
     for part in ("SIGNALS", "FILES", "EXAMPLES", "cronq run --config examples/hello.yaml"):
         assert part in text
+
+
+@pytest.mark.parametrize(
+    ("base", "ports"), [(None, [None, None]), (9100, ["9100", "9101"]), (0, ["0", "0"])]
+)
+def test_each_worker_gets_its_own_metrics_port(base: int | None, ports: list[str | None]) -> None:
+    pool = WorkerPool(
+        2, redis_url="redis://x", namespace="cronq", queues=(), metrics_port=base, say=print
+    )
+    commands = [pool._command(slot) for slot in pool.slots]
+    found = [c[c.index("--metrics-port") + 1] if "--metrics-port" in c else None for c in commands]
+    assert found == ports

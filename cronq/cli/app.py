@@ -13,6 +13,8 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from cronq import __version__
+from cronq.logs import LOG_FORMATS
+from cronq.metrics import DEFAULT_HOST
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -54,6 +56,31 @@ def redis_options(command: F) -> F:
     )(command)
 
 
+def service_options(command: F) -> F:
+    """--metrics-port, --metrics-host and --log-format of the long-running commands (`worker`,
+    `watchdog`), whose output is read by Prometheus and log pipelines rather than by people."""
+    command = click.option(
+        "--log-format",
+        type=click.Choice(LOG_FORMATS),
+        envvar="CRONQ_LOG_FORMAT",
+        default="text",
+        show_default=True,
+        help="Log lines as text, or as one JSON object per line. [env: CRONQ_LOG_FORMAT]",
+    )(command)
+    command = click.option(
+        "--metrics-host",
+        default=DEFAULT_HOST,
+        show_default=True,
+        help="Address the metrics server binds (0.0.0.0: every interface).",
+    )(command)
+    return click.option(
+        "--metrics-port",
+        type=click.IntRange(0, 65535),
+        default=None,
+        help="Serve Prometheus metrics at http://HOST:PORT/metrics (0: any free port).",
+    )(command)
+
+
 def json_option(command: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout.")(command)
 
@@ -74,10 +101,17 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{host}{port}"))
 
 
+SOCKET_TIMEOUT = 30.0
+
+
 def connect(url: str) -> Redis:
     """A connection that is known to work, or a UserError naming the (redacted) server."""
     try:
-        connection = Redis.from_url(url)
+        # redis-py 8 times a socket out after 5 s unless told otherwise, and RQ only raises a
+        # timeout it can see: without an explicit one, an RQ worker's blocking dequeue on an idle
+        # queue fails every 5 s. 30 s covers cronq's own blocking waits (1 s); RQ raises it for
+        # its dequeue; a hung server still cannot hang a client for ever.
+        connection = Redis.from_url(url, socket_timeout=SOCKET_TIMEOUT)
         connection.ping()
     except (RedisError, ValueError) as exc:
         raise UserError(f"cannot use Redis at {redact(url)}: {exc}") from None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cronq.cli.app import DEFAULT_NAMESPACE, main
+from cronq.cli.app import DEFAULT_NAMESPACE, main, service_options
 from cronq.runner import Runner, RunOptions
 
 
@@ -61,6 +61,7 @@ from cronq.runner import Runner, RunOptions
     metavar="SECONDS",
     help="How long stopping workers may take to finish running targets before they are killed.",
 )
+@service_options
 def run(
     configs: tuple[str, ...],
     workers: int,
@@ -69,6 +70,9 @@ def run(
     namespace: str,
     data_dir: str,
     stop_timeout: float,
+    metrics_port: int | None,
+    metrics_host: str,
+    log_format: str,
 ) -> None:
     """Run cronq for one machine: a Redis server, the config, workers, the watchdog.
 
@@ -94,6 +98,9 @@ def run(
 
     \b
         13:40:02 hello/tick SUCCEEDED 12 ms (lag 20 ms)
+
+    With --metrics-port P, worker i (from 0) serves Prometheus metrics on P+i (P = 0: any free
+    port each); --log-format json makes the workers log one JSON object per line.
 
     \b
     SIGNALS
@@ -126,6 +133,8 @@ def run(
         namespace=namespace,
         data_dir=data_dir,
         stop_timeout=stop_timeout,
+        worker_args=("--log-format", log_format, "--metrics-host", metrics_host),
+        metrics_port=metrics_port,
     )
     runner = Runner(options, say=click.echo, warn=lambda line: click.echo(line, err=True))
     raise SystemExit(runner.run())

@@ -8,8 +8,19 @@ from datetime import timedelta
 
 import click
 
-from cronq.cli.app import connect, json_option, main, print_json, redis_options
+from cronq.cli.app import (
+    UserError,
+    connect,
+    json_option,
+    main,
+    print_json,
+    redact,
+    redis_options,
+    service_options,
+)
 from cronq.engine import Engine
+from cronq.logs import configure_logging
+from cronq.metrics import MetricsError, serve
 from cronq.watchdog import DEFAULT_GRACE, DEFAULT_INTERVAL, Watchdog, sweep
 
 
@@ -38,9 +49,18 @@ def grace_option(command: click.decorators.FC) -> click.decorators.FC:
 @grace_option
 @click.option("--once", is_flag=True, help="Sweep once now (no lock), print the repairs, exit.")
 @json_option
+@service_options
 @redis_options
 def watchdog(
-    interval: float, grace: float, once: bool, as_json: bool, redis_url: str, namespace: str
+    interval: float,
+    grace: float,
+    once: bool,
+    as_json: bool,
+    metrics_port: int | None,
+    metrics_host: str,
+    log_format: str,
+    redis_url: str,
+    namespace: str,
 ) -> None:
     """Repair jobs whose tasks were lost: re-arm lost ticks, re-queue lost starts, time out
     invocations whose worker died.
@@ -58,12 +78,21 @@ def watchdog(
                 click.echo(f"{repair.job_id}: {repair.repair}: {repair.detail}")
             click.echo(f"{report.lapsed} lapsed, {len(report.repairs)} repairs")
         return
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(log_format, level=logging.INFO)
+    try:
+        server = None if metrics_port is None else serve(metrics_port, metrics_host)
+    except MetricsError as exc:
+        raise UserError(str(exc)) from None
     stopping = threading.Event()
     dog = Watchdog(engine, interval=timedelta(seconds=interval), grace=timedelta(seconds=grace))
+    log = logging.getLogger("cronq.watchdog")
+    log.info("watchdog %s on %s, namespace %s", dog.name, redact(redis_url), namespace)
+    if server is not None:
+        log.info("watchdog %s: metrics at %s", dog.name, server.url)
     try:
         dog.run(stopping)
     except KeyboardInterrupt:
         stopping.set()
+    finally:
+        if server is not None:
+            server.close()

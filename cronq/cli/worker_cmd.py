@@ -7,10 +7,12 @@ from datetime import timedelta
 
 import click
 
-from cronq.cli.app import connect, main, redis_options
+from cronq.cli.app import UserError, connect, main, redact, redis_options, service_options
 from cronq.cli.watchdog_cmd import grace_option, interval_option
 from cronq.engine import Engine
 from cronq.executor import DEFAULT_BATCH, DEFAULT_THREADS
+from cronq.logs import configure_logging
+from cronq.metrics import MetricsError
 from cronq.watchdog import Watchdog
 from cronq.worker import DEFAULT_RELEASE_INTERVAL, run_worker
 
@@ -54,7 +56,8 @@ from cronq.worker import DEFAULT_RELEASE_INTERVAL, run_worker
 )
 @interval_option
 @grace_option
-@click.option("--verbose", "-v", is_flag=True, help="Log more.")
+@click.option("--verbose", "-v", is_flag=True, help="Log more: every run's outcome, too.")
+@service_options
 @redis_options
 def worker(
     burst: bool,
@@ -67,6 +70,9 @@ def worker(
     interval: float,
     grace: float,
     verbose: bool,
+    metrics_port: int | None,
+    metrics_host: str,
+    log_format: str,
     redis_url: str,
     namespace: str,
 ) -> None:
@@ -77,11 +83,10 @@ def worker(
     own queues: in ordinary `rq worker` processes, or here with --queues. SIGTERM or Ctrl-C stops
     the worker once its running targets have finished.
     """
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(log_format, level=logging.INFO if verbose else logging.WARNING)
     connection = connect(redis_url)
+    log = logging.getLogger("cronq.worker")
+    log.info("worker on %s, namespace %s", redact(redis_url), namespace)
     dog = None
     if with_watchdog:
         dog = Watchdog(
@@ -89,14 +94,19 @@ def worker(
             interval=timedelta(seconds=interval),
             grace=timedelta(seconds=grace),
         )
-    run_worker(
-        connection,
-        namespace,
-        user_queues=user_queues,
-        burst=burst,
-        release_interval=release_interval,
-        batch=batch,
-        threads=threads,
-        watchdog=dog,
-        name=name,
-    )
+    try:
+        run_worker(
+            connection,
+            namespace,
+            user_queues=user_queues,
+            burst=burst,
+            release_interval=release_interval,
+            batch=batch,
+            threads=threads,
+            watchdog=dog,
+            name=name,
+            metrics_port=metrics_port,
+            metrics_host=metrics_host,
+        )
+    except MetricsError as exc:
+        raise UserError(str(exc)) from None

@@ -48,6 +48,7 @@ class RunOptions:
     data_dir: str = "./.cronq"
     stop_timeout: float = 30.0
     worker_args: tuple[str, ...] = ()  # more `cronq worker` options, for every worker
+    metrics_port: int | None = None  # worker i serves metrics on metrics_port + i (0: any port)
 
 
 class _Failed(Exception):
@@ -133,6 +134,7 @@ class Runner:
             namespace=self.options.namespace,
             queues=queues,
             extra_args=self.options.worker_args,
+            metrics_port=self.options.metrics_port,
             say=self.say,
         )
         self.workers.start()

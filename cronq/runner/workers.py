@@ -52,12 +52,14 @@ class WorkerPool:
         namespace: str,
         queues: Iterable[str],
         extra_args: Sequence[str] = (),
+        metrics_port: int | None = None,
         say: Callable[[str], None],
     ) -> None:
         self.redis_url = redis_url
         self.namespace = namespace
         self.queues = tuple(sorted(set(queues)))
         self.extra_args = tuple(extra_args)
+        self.metrics_port = metrics_port
         self.say = say
         self.slots = [_Slot(index) for index in range(count)]
 
@@ -116,6 +118,9 @@ class WorkerPool:
             command += ["-q", queue]
         if slot.index > 0:
             command.append("--no-watchdog")
+        if self.metrics_port is not None:  # one port per worker: each process has its counters
+            port = self.metrics_port + slot.index if self.metrics_port else 0
+            command += ["--metrics-port", str(port)]
         return [*command, *self.extra_args]
 
     def _spawn(self, slot: _Slot) -> None:

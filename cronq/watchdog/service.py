@@ -16,6 +16,7 @@ from datetime import timedelta
 from redis.exceptions import RedisError
 from rq.scripts import acquire_or_refresh_lock
 
+from cronq import metrics
 from cronq.engine import Engine
 from cronq.presence import beat
 from cronq.watchdog.sweep import DEFAULT_GRACE, SweepReport, sweep
@@ -51,10 +52,15 @@ class Watchdog:
                 report = self.sweep_if_leader()
                 if report is not None:
                     self.log_report(report)
+                    if (counts := metrics.active()) is not None:
+                        counts.swept(self.engine.namespace, report)
                 wait = seconds if report is not None else seconds / 4
             except RedisError as exc:
                 log.warning("watchdog %s: Redis unavailable: %s", self.name, exc)
                 wait = min(seconds, 5.0)
+            except Exception:  # a bug must not end the repair loop in silence: log, go on
+                log.exception("watchdog %s: sweep failed", self.name)
+                wait = seconds
             stopping.wait(wait)
 
     def sweep_if_leader(self) -> SweepReport | None:
@@ -75,11 +81,17 @@ class Watchdog:
 
     @staticmethod
     def log_report(report: SweepReport) -> None:
-        for repair in report.repairs:
-            log.warning("watchdog: job %s: %s: %s", repair.job_id, repair.repair, repair.detail)
+        """The sweep as a whole; each repair is logged by the engine as it is committed."""
         log.info(
-            "watchdog sweep: %d lapsed, %d repairs, %.3fs",
+            "watchdog sweep: %d lapsed, %d repairs, %d tasks returned, %.3fs",
             report.lapsed,
             len(report.repairs),
+            report.returned_tasks,
             report.seconds,
+            extra={
+                "lapsed": report.lapsed,
+                "repairs": len(report.repairs),
+                "returned_tasks": report.returned_tasks,
+                "seconds": round(report.seconds, 4),
+            },
         )
