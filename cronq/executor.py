@@ -50,6 +50,15 @@ local ids = redis.call('LPOP', KEYS[1], ARGV[1])
 if ids then redis.call('RPUSH', KEYS[2], unpack(ids)) end
 return ids
 """
+# The call of each task, stamped with the time it was taken (only tasks that still exist).
+_READ_AND_STAMP = """
+local calls = {}
+for i, key in ipairs(KEYS) do
+  calls[i] = redis.call('HGET', key, 'data')
+  if calls[i] then redis.call('HSET', key, 'cronq_taken', ARGV[1]) end
+end
+return calls
+"""
 # Put a gone worker's in-progress tasks back at the head of the queue, in their order.
 _RETURN = """
 local ids = redis.call('LRANGE', KEYS[1], 0, -1)
@@ -170,14 +179,17 @@ class TaskExecutor:
 
     def _read_tasks(self, task_ids: list[str]) -> list[tuple[str, Event] | None]:
         """The event each task carries. Only the call is read (not RQ's whole job record): for
-        cronq's tasks that is all there is to know."""
-        reads = self.engine.connection.pipeline(transaction=False)
-        for task_id in task_ids:
-            reads.hget(Job.key_for(task_id), "data")
+        cronq's tasks that is all there is to know. Each task is stamped as taken, so that the
+        watchdog sees it is in hand and not lost."""
+        if not task_ids:
+            return []
+        keys = [Job.key_for(task_id) for task_id in task_ids]
+        now = self.engine.clock().timestamp()
+        calls = self.engine.connection.eval(_READ_AND_STAMP, len(keys), *keys, now)
         return [
             self._event_for(task_id, data)
-            for task_id, data in zip(task_ids, reads.execute(), strict=True)
-            if data is not None  # gone: a task removed meanwhile has nothing to do
+            for task_id, data in zip(task_ids, calls, strict=True)
+            if data  # gone: a task removed meanwhile has nothing to do
         ]
 
     def _event_for(self, task_id: str, data: bytes) -> tuple[str, Event] | None:

@@ -12,6 +12,7 @@ from rq import Queue
 from cronq import tasks
 from cronq.apply import apply_project
 from cronq.engine import Engine
+from cronq.executor import TaskExecutor
 from cronq.statemachine import InvocationStarting, JobStateName
 from cronq.store import load_job
 from cronq.watchdog import sweep
@@ -127,3 +128,16 @@ def test_the_sweep_reads_only_lapsed_jobs(
     clock.advance(14)
     report = sweep(engine, GRACE, batch=3)
     assert report.lapsed == lapsed and len(report.repairs) == lapsed
+
+
+def test_a_task_a_live_worker_has_in_hand_is_late_not_lost(
+    engine: Engine, clock: Clock, tmp_path: Path
+) -> None:
+    apply_project(engine, project(tmp_path, TWO_JOBS))
+    clock.advance(12)  # the tick at 10 s is released late
+    release_due(engine)
+    in_hand = TaskExecutor(engine, "busy-worker")
+    in_hand._read_tasks(in_hand._take(None))  # taken, stamped, not finished yet
+    clock.advance(2)  # the tick is past its grace, but was taken within it
+    report = sweep(engine, GRACE)
+    assert [(r.job_id, r.repair) for r in report.repairs] == [("demo/fast", "slow_tick")]

@@ -105,14 +105,16 @@ def _alive_tasks(engine: Engine, job_ids: list[str], cutoff: datetime) -> dict[s
     queue, registry = engine.queue, ScheduledJobRegistry(queue=engine.queue)
     for job, kind, nonce in tasks:
         rq_id = task_id(kind, job.job_id, nonce)
-        reads.hmget(Job.key_for(rq_id), ["status", "started_at"])
+        reads.hmget(Job.key_for(rq_id), ["status", "started_at", "cronq_taken"])
         reads.zscore(registry.key, rq_id)
         reads.lpos(queue.key, rq_id, maxlen=_QUEUED_SCAN)
     answers = reads.execute()
     alive: dict[str, set[int]] = {job_id: set() for job_id in job_ids}
     for index, (job, _, nonce) in enumerate(tasks):
-        (status, started_at), scheduled, position = answers[3 * index : 3 * index + 3]
-        if _could_run(status, started_at, scheduled, position, cutoff):
+        (status, started_at, taken), scheduled, position = answers[3 * index : 3 * index + 3]
+        if taken is not None and float(taken) > cutoff.timestamp():
+            alive[job.job_id].add(nonce)  # in a worker's hands: being run, not lost
+        elif _could_run(status, started_at, scheduled, position, cutoff):
             alive[job.job_id].add(nonce)
     return {job_id: frozenset(nonces) for job_id, nonces in alive.items()}
 
