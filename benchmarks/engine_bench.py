@@ -70,6 +70,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from procstat import cpu_seconds, percentile, tree_cpu
 
 from cronq.apply import apply_project
 from cronq.config import ConfigFile
@@ -82,7 +83,6 @@ from cronq.views import load_jobs
 
 NAMESPACE = "cronq"
 PROJECT = "bench"
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 READ_EVERY = 45.0  # seconds between history reads when D > 90 (100 entries cap, 1 fire/s)
 RECORDED = {"OVERRUN", "SKIPPED"}
 
@@ -138,48 +138,6 @@ WORKER_WRAPPER = textwrap.dedent(
 
 
 # -- processes ------------------------------------------------------------------------------------
-
-
-def children_of(pid: int) -> list[int]:
-    """Every live descendant of pid (by scanning /proc for parent ids)."""
-    parents: dict[int, list[int]] = collections.defaultdict(list)
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
-        parents[ppid].append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in parents.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def cpu_seconds(pid: int, *, system_only: bool = False) -> float:
-    """utime + stime + cutime + cstime of one process, in seconds (0 once it is gone); with
-    system_only, stime + cstime (time in the kernel)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0.0
-    fields = stat[stat.rindex(")") + 2 :].split()
-    # fields[0] is field 3 (state): utime..cstime are fields 14..17.
-    if system_only:
-        return (int(fields[12]) + int(fields[14])) / CLK_TCK
-    return sum(int(v) for v in fields[11:15]) / CLK_TCK
-
-
-def tree_cpu(pids: list[int]) -> dict[int, float]:
-    """CPU seconds of each given process and each of its live descendants."""
-    every = list(pids)
-    for pid in pids:
-        every += children_of(pid)
-    return {pid: cpu_seconds(pid) for pid in every}
 
 
 def stop_process(process: subprocess.Popen[bytes], timeout: float) -> None:
@@ -347,13 +305,6 @@ def read_histories(
 
 def ts(value: str | None) -> float | None:
     return datetime.fromisoformat(value).timestamp() if value else None
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
 def write_project(path: Path, jobs: int) -> None:

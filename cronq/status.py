@@ -9,6 +9,7 @@ from typing import Any
 
 from redis import Redis
 from rq import Queue
+from rq.job import Job
 from rq.registry import ScheduledJobRegistry
 from rq.utils import utcparse
 
@@ -69,7 +70,7 @@ def _oldest_queued_age(queue: Queue, now: datetime) -> float | None:
     first = queue.connection.lindex(queue.key, 0)  # RQ pushes right and pops left: the oldest
     if first is None:
         return None
-    enqueued = queue.connection.hget(f"rq:job:{text(first)}", "enqueued_at")
+    enqueued = queue.connection.hget(Job.key_for(text(first)), "enqueued_at")
     if enqueued is None:
         return None
     return round((now - utcparse(text(enqueued))).total_seconds(), 3)

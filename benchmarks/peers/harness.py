@@ -46,9 +46,12 @@ import redis
 
 from cronq.redis_server import RedisServer
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks/, for procstat
+import procstat
+from procstat import children_of, percentile
+
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 QUEUE = "peers"
 WARMUP = 5.0
 SYSTEMS = ("cronq", "rq-cron", "rq-scheduler", "apscheduler", "redbeat")
@@ -57,38 +60,9 @@ SYSTEMS = ("cronq", "rq-cron", "rq-scheduler", "apscheduler", "redbeat")
 # -- processes ------------------------------------------------------------------------------------
 
 
-def children_of(pid: int) -> list[int]:
-    parents: dict[int, list[int]] = collections.defaultdict(list)
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        parents[int(stat[stat.rindex(")") + 2 :].split()[1])].append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in parents.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def cpu_seconds(pid: int) -> float:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0.0
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return sum(int(v) for v in fields[11:15]) / CLK_TCK
-
-
 def tree_cpu(pids: list[int]) -> float:
-    every = list(pids)
-    for pid in pids:
-        every += children_of(pid)
-    return sum(cpu_seconds(pid) for pid in every)
+    """CPU seconds of the given processes and their live descendants, together."""
+    return sum(procstat.tree_cpu(pids).values())
 
 
 def stop(processes: list[subprocess.Popen[bytes]], timeout: float = 10) -> None:
@@ -222,13 +196,6 @@ SETUP = {
 
 
 # -- figures --------------------------------------------------------------------------------------
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
 def figures(raw: list[bytes], jobs: list[str], first: int, last: int) -> dict[str, Any]:
