@@ -9,6 +9,7 @@ import hashlib
 import json
 import logging
 import math
+import re
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +28,9 @@ from cronq.statemachine import (
     AbortInvocation,
     Action,
     Event,
+    Invocation,
     InvocationDone,
+    InvocationStarted,
     InvocationStarting,
     InvocationStatus,
     JobRules,
@@ -43,6 +46,9 @@ from cronq.statemachine import (
     step,
 )
 from cronq.store import HISTORY_LIMIT, HISTORY_TTL, JOB_FIELDS, Keys, StoredJob, parse_job
+from cronq.target_specs import RqTarget
+from cronq.targets.base import InvocationContext
+from cronq.targets.rq import enqueue_in, refusal
 
 __all__ = [
     "Batch",
@@ -50,6 +56,7 @@ __all__ = [
     "JobRefused",
     "StepResult",
     "UnknownJob",
+    "enqueue_task",
     "new_invocation_id",
     "report_outcome",
     "task_id",
@@ -95,12 +102,14 @@ class StepResult:
 
 @dataclass(frozen=True)
 class Batch:
-    """Per event, its StepResult or the error it met; per job, its state after the batch; and
-    the invocations the batch committed as STARTING in place of start tasks (`start_due`)."""
+    """Per event, its StepResult or the error it met; per job, its state after the batch; the
+    invocations the batch committed as STARTING in place of start tasks (`start_due`), whose
+    targets the caller is to call; and those whose RQ job it enqueued itself (`rq` targets)."""
 
     results: list[StepResult | Exception]
     states: dict[str, JobState]
     started: list[tuple[StoredJob, str]] = field(default_factory=list)
+    enqueued: list[tuple[StoredJob, Invocation]] = field(default_factory=list)
 
 
 # Read every job of a batch in one round trip, inside the WATCH that guards the batch.
@@ -110,6 +119,7 @@ for i, key in ipairs(KEYS) do rows[i] = redis.call('HMGET', key, unpack(ARGV)) e
 return rows
 """
 _BATCH_ATTEMPTS = 3
+_SAFE_SUFFIX = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def utcnow() -> datetime:
@@ -125,11 +135,14 @@ def new_invocation_id(now: datetime) -> str:
     return f"{now:%Y%m%dT%H%M%S}-{secrets.token_hex(4)}"
 
 
-def task_id(kind: str, job_id: str, nonce: int) -> str:
+def task_id(kind: str, job_id: str, nonce: int | str) -> str:
     """Deterministic RQ job id of a task, so that enqueueing it again is idempotent. RQ ids allow
-    only [A-Za-z0-9_-]: the job id is hashed."""
+    only [A-Za-z0-9_-]: the job id is hashed, and so is a report's invocation id if it must be."""
     digest = hashlib.blake2b(job_id.encode(), digest_size=8).hexdigest()
-    return f"cronq-{kind}-{digest}-{nonce}"
+    suffix = str(nonce)
+    if not _SAFE_SUFFIX.fullmatch(suffix):
+        suffix = "h" + hashlib.blake2b(suffix.encode(), digest_size=16).hexdigest()
+    return f"cronq-{kind}-{digest}-{suffix}"
 
 
 class Engine:
@@ -147,6 +160,7 @@ class Engine:
         self.namespace = namespace
         self.keys = Keys(namespace)
         self.queue = Queue(namespace, connection=connection)
+        self._queues: dict[str, Queue] = {}  # users' queues, for `rq` targets
         self.clock = clock
         self.nonces = nonces
 
@@ -179,6 +193,7 @@ class Engine:
             first.results + second.results,
             {**first.states, **second.states},
             first.started + second.started,
+            first.enqueued + second.enqueued,
         )
 
     def _try_batch(self, items: Sequence[tuple[str, Event]], start_due: bool) -> Batch | None:
@@ -198,6 +213,8 @@ class Engine:
                     pipe.multi()
                     for job, state, actions in writes:
                         self.write(pipe, job, state, actions, now)
+                    for job, invocation in batch.enqueued:
+                        self.enqueue_target(pipe, job, invocation)
                     pipe.execute()
             except WatchError:
                 return None
@@ -216,7 +233,7 @@ class Engine:
         results: list[StepResult | Exception] = []
         states: dict[str, JobState] = {}
         actions_by_job: dict[str, list[Action]] = {}
-        started: list[tuple[StoredJob, str]] = []
+        batch = Batch(results, states)
         for job_id, event in items:
             job = jobs[job_id]
             if job is None:
@@ -230,7 +247,7 @@ class Engine:
                 continue
             results.append(StepResult(job, state, actions))
             if start_due:
-                state, actions = self._start_due(job, state, actions, world, started)
+                state, actions = self._start_due(job, state, actions, world, batch)
             states[job_id] = state
             actions_by_job.setdefault(job_id, []).extend(actions)
         writes = [
@@ -240,7 +257,7 @@ class Engine:
             and job_id in states
             and (states[job_id] != job.state or actions_by_job[job_id])
         ]
-        return Batch(results, states, started), writes
+        return batch, writes
 
     def _start_due(
         self,
@@ -248,7 +265,7 @@ class Engine:
         state: JobState,
         actions: tuple[Action, ...],
         world: World,
-        started: list[tuple[StoredJob, str]],
+        batch: Batch,
     ) -> tuple[JobState, tuple[Action, ...]]:
         """Take the starts that are due now in place of their tasks."""
         kept: list[Action] = []
@@ -259,8 +276,39 @@ class Engine:
             invocation_id = new_invocation_id(world.now)
             state, more = step(state, InvocationStarting(action.nonce, invocation_id), world)
             kept.extend(more)
-            started.append((job, invocation_id))
+            if isinstance(job.spec.target, RqTarget):
+                state, more = self._enqueue_due(job, state, invocation_id, world, batch)
+                kept.extend(more)
+            else:
+                batch.started.append((job, invocation_id))
         return state, tuple(kept)
+
+    def _enqueue_due(
+        self, job: StoredJob, state: JobState, invocation_id: str, world: World, batch: Batch
+    ) -> tuple[JobState, tuple[Action, ...]]:
+        """An `rq` target's whole invocation is a write to Redis: it joins this transaction, so
+        the invocation is RUNNING (or refused) as it commits, without a call after it, a check
+        that its RQ job is not there already (a fresh invocation's cannot be), or a second step
+        to record that the enqueue happened. The same outcomes as `RqInvoker.invoke`."""
+        invocation = next((a for a in state.active if a.id == invocation_id), None)
+        if invocation is None or not isinstance(job.spec.target, RqTarget):
+            return state, ()
+        seconds_left = (invocation.deadline - world.now).total_seconds()
+        refused = refusal(job.spec.target, seconds_left)
+        if refused is not None:
+            return step(state, InvocationDone(invocation_id, refused.outcome, refused.error), world)
+        batch.enqueued.append((job, invocation))
+        return step(state, InvocationStarted(invocation_id), world)
+
+    def enqueue_target(self, pipe: Pipeline, job: StoredJob, invocation: Invocation) -> None:
+        """The RQ job of an invocation `_enqueue_due` took, inside the batch's MULTI."""
+        target = job.spec.target
+        assert isinstance(target, RqTarget)
+        queue = self._queues.get(target.queue)
+        if queue is None:
+            queue = self._queues[target.queue] = Queue(target.queue, connection=self.connection)
+        context = InvocationContext.of(self.namespace, job.job_id, job.spec, invocation)
+        enqueue_in(pipe, queue, target, context)
 
     def world(self, now: datetime, rules: JobRules) -> World:
         return World(now, rules, self.nonces)
@@ -307,17 +355,8 @@ class Engine:
         self, pipe: Pipeline, kind: str, job_id: str, nonce: int, at: datetime, now: datetime
     ) -> None:
         """A TickLater or StartInvocation task, through the transaction's pipeline."""
-        function = f"cronq.tasks.{kind}"
-        args = (self.namespace, job_id, nonce)
         rq_id = task_id(kind[0], job_id, nonce)
-        options = {**_TASK_OPTIONS, "job_id": rq_id, "description": f"cronq {kind}"}
-        if at <= now:
-            self.queue.enqueue_call(function, args=args, pipeline=pipe, **options)
-        else:
-            # RQ's scheduled registry counts whole seconds: round up, never release early.
-            release = datetime.fromtimestamp(math.ceil(at.timestamp()), tz=timezone.utc)
-            self.queue.enqueue_at(release, function, *args, pipeline=pipe, **options)
-        pipe.hdel(Job.key_for(rq_id), *_EMPTY_TASK_FIELDS)
+        enqueue_task(self.queue, pipe, kind, (self.namespace, job_id, nonce), rq_id, at, now)
 
     def record(self, pipe: Pipeline, job_id: str, entry: dict[str, Any]) -> None:
         key = self.keys.history(job_id)
@@ -356,6 +395,27 @@ class Engine:
                 )
 
 
+def enqueue_task(
+    queue: Queue,
+    pipe: Pipeline,
+    kind: str,
+    args: tuple[Any, ...],
+    rq_id: str,
+    at: datetime,
+    now: datetime,
+) -> None:
+    """One of cronq's tasks (`cronq.tasks.<kind>`), due at `at`, through `pipe`."""
+    function = f"cronq.tasks.{kind}"
+    options = {**_TASK_OPTIONS, "job_id": rq_id, "description": f"cronq {kind}"}
+    if at <= now:
+        queue.enqueue_call(function, args=args, pipeline=pipe, **options)
+    else:
+        # RQ's scheduled registry counts whole seconds: round up, never release early.
+        release = datetime.fromtimestamp(math.ceil(at.timestamp()), tz=timezone.utc)
+        queue.enqueue_at(release, function, *args, pipeline=pipe, **options)
+    pipe.hdel(Job.key_for(rq_id), *_EMPTY_TASK_FIELDS)
+
+
 def report_outcome(
     connection: Redis,
     namespace: str,
@@ -364,16 +424,16 @@ def report_outcome(
     outcome: InvocationStatus,
     error: str | None,
 ) -> None:
-    """How an asynchronous target (an RQ callback) tells cronq that an invocation ended."""
-    try:
-        Engine(connection, namespace).step(job_id, InvocationDone(invocation_id, outcome, error))
-    except UnknownJob:
-        log.info(
-            "job %s is gone; outcome of %s dropped",
-            job_id,
-            invocation_id,
-            extra={"job": job_id, "invocation": invocation_id},
-        )
+    """How an asynchronous target (an RQ callback) tells cronq that an invocation ended: a
+    `report` task on cronq's queue, written in one round trip. The callback runs in the user's
+    RQ worker, where every millisecond delays the user's next job; the step itself is batched
+    with the other tasks by `cronq worker` (or run by any RQ worker, `cronq.tasks.report`)."""
+    args = (namespace, job_id, invocation_id, outcome.value, error)
+    rq_id = task_id("r", job_id, invocation_id)
+    now = utcnow()
+    with connection.pipeline() as pipe:
+        enqueue_task(Queue(namespace, connection=connection), pipe, "report", args, rq_id, now, now)
+        pipe.execute()
 
 
 def _log_history(job_id: str, actions: tuple[Action, ...]) -> None:

@@ -1,5 +1,5 @@
-"""The lean path for cronq's own tasks: pop a batch of tick and start tasks from cronq's RQ queue,
-step all their jobs in one transaction, and call the targets of the starts it committed.
+"""The lean path for cronq's own tasks: pop a batch of tick, start and report tasks from cronq's
+RQ queue, step all their jobs in one transaction, and call the targets of the starts it committed.
 
 cronq's tasks are RQ jobs (RQ's tools see them queued and scheduled, and an ordinary RQ worker can
 run them through `cronq.tasks`), but RQ's per-job bookkeeping (heartbeats, registries, execution
@@ -9,7 +9,8 @@ is not lost: a batch moves atomically from the queue into the worker's in-progre
 (`{ns}:wip:{worker}`), which the watchdog puts back on the queue when the worker is gone.
 
 Targets run in a small thread pool, so a slow target does not hold up the ticks of other jobs;
-their outcomes are committed with the next batch.
+targets that only enqueue (`rq`) are enqueued together, in one thread and a few round trips.
+Their outcomes are committed with the next batch.
 """
 
 from __future__ import annotations
@@ -27,11 +28,12 @@ from rq.job import Job
 
 from cronq import metrics
 from cronq.config import JobSpec
-from cronq.engine import Batch, Engine, StepResult, new_invocation_id
+from cronq.engine import Batch, Engine, StepResult
 from cronq.presence import WORKER_TTL, present, workers_key
-from cronq.statemachine import Event, Invocation, InvocationStarting, TimerTick
+from cronq.statemachine import Event, Invocation, InvocationStarting
 from cronq.store import text
-from cronq.tasks import call_target
+from cronq.targets import enqueues
+from cronq.tasks import call_targets, event_of
 
 __all__ = ["DEFAULT_BATCH", "DEFAULT_THREADS", "TaskExecutor", "return_orphaned_tasks", "wip_key"]
 
@@ -195,17 +197,12 @@ class TaskExecutor:
     def _event_for(self, task_id: str, data: bytes) -> tuple[str, Event] | None:
         try:
             function, _, args, _ = self.serializer.loads(_inflate(data))
+            event = event_of(self.engine, str(function), tuple(args))
         except Exception:
-            function, args = "?", ()
-        kind = str(function).rsplit(".", 1)[-1]
-        ours = kind in ("tick", "start") and len(args) == 3 and args[0] == self.engine.namespace
-        if not ours:
+            function, event = "?", None
+        if event is None:
             log.error("task %s on cronq's queue is not cronq's (%s): dropped", task_id, function)
-            return None
-        job_id, nonce = str(args[1]), args[2]
-        if kind == "tick":
-            return job_id, TimerTick(nonce)
-        return job_id, InvocationStarting(nonce, new_invocation_id(self.engine.clock()))
+        return event
 
     def _call_targets(self, events: list[tuple[str, Event]], batch: Batch) -> None:
         """Call the target of every invocation this batch committed as STARTING (from a start
@@ -218,17 +215,29 @@ class TaskExecutor:
             if isinstance(event, InvocationStarting)
         ]
         starts += [(job.job_id, invocation_id) for job, invocation_id in batch.started]
+        calls: list[tuple[str, JobSpec, Invocation]] = []
         for job_id, invocation_id in starts:
             state = batch.states.get(job_id)
             active = state.active if state else ()
             invocation = next((a for a in active if a.id == invocation_id), None)
             if invocation is not None:
-                self.running += 1
-                self.pool.submit(self._call, job_id, jobs[job_id].spec, invocation)
+                calls.append((job_id, jobs[job_id].spec, invocation))
+        enqueued = [call for call in calls if enqueues(call[1].target)]
+        if enqueued:
+            self._submit(enqueued)  # quick: all in one thread, in a few round trips
+        for call in calls:
+            if not enqueues(call[1].target):
+                self._submit([call])  # may be slow: a thread each
 
-    def _call(self, job_id: str, spec: JobSpec, invocation: Invocation) -> None:
+    def _submit(self, calls: list[tuple[str, JobSpec, Invocation]]) -> None:
+        self.running += 1
+        self.pool.submit(self._call, calls)
+
+    def _call(self, calls: list[tuple[str, JobSpec, Invocation]]) -> None:
         try:
-            self.outcomes.put((job_id, call_target(self.engine, job_id, spec, invocation)))
+            events = call_targets(self.engine, calls)
+            for (job_id, _, _), event in zip(calls, events, strict=True):
+                self.outcomes.put((job_id, event))
         finally:
             with self._done_lock:
                 self.done_calls += 1

@@ -1,14 +1,18 @@
-"""The RQ tasks that advance a job: TickLater (`tick`) and StartInvocation (`start`).
+"""The RQ tasks that advance a job: TickLater (`tick`), StartInvocation (`start`), and the
+outcome an asynchronous target reports (`report`).
 
-Both are tiny and idempotent: they carry the job's nonce, and the state machine drops a task
-whose nonce the job no longer holds, so a task delivered twice or re-enqueued by the watchdog
-does nothing the second time. `cronq worker` runs them in batches (cronq/executor.py); these
-functions are what any ordinary RQ worker runs for them.
+All are tiny and idempotent: a tick or start carries the job's nonce, a report its invocation's
+id, and the state machine drops an event for a nonce or invocation the job no longer holds, so a
+task delivered twice or re-enqueued by the watchdog does nothing the second time.
+`cronq worker` runs them in batches (cronq/executor.py); these functions are what any ordinary
+RQ worker runs for them.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from typing import Any
 
 from redis import Redis
 from rq import get_current_job
@@ -24,9 +28,11 @@ from cronq.statemachine import (
     InvocationStatus,
     TimerTick,
 )
-from cronq.targets import Accepted, InvocationContext, target_for
+from cronq.target_specs import RqTarget
+from cronq.targets import Accepted, Finished, InvocationContext, target_for
+from cronq.targets.rq import enqueue_many
 
-__all__ = ["call_target", "start", "tick"]
+__all__ = ["call_target", "call_targets", "event_of", "report", "start", "tick"]
 
 log = logging.getLogger("cronq.tasks")
 
@@ -63,18 +69,52 @@ def start(namespace: str, job_id: str, nonce: int, connection: Redis | None = No
         )
 
 
+def report(
+    namespace: str,
+    job_id: str,
+    invocation_id: str,
+    outcome: str,
+    error: str | None,
+    connection: Redis | None = None,
+) -> None:
+    try:
+        _engine(namespace, connection).step(
+            job_id, InvocationDone(invocation_id, InvocationStatus(outcome), error)
+        )
+    except UnknownJob:
+        log.info(
+            "job %s is gone; outcome of %s dropped",
+            job_id,
+            invocation_id,
+            extra={"job": job_id, "invocation": invocation_id},
+        )
+
+
+def event_of(engine: Engine, function: str, args: tuple[Any, ...]) -> tuple[str, Event] | None:
+    """The (job, event) a task of `engine`'s namespace carries, as its function above would
+    step it; None if the call is not one of them."""
+    kind = function.removeprefix(f"{__name__}.")
+    if not args or args[0] != engine.namespace:
+        return None
+    try:
+        match kind, args[1:]:
+            case "tick", (str(job_id), int(nonce)):
+                return job_id, TimerTick(nonce)
+            case "start", (str(job_id), int(nonce)):
+                return job_id, InvocationStarting(nonce, new_invocation_id(engine.clock()))
+            case "report", (str(job_id), str(invocation_id), str(outcome), error):
+                status = InvocationStatus(outcome)
+                return job_id, InvocationDone(
+                    invocation_id, status, None if error is None else str(error)
+                )
+    except ValueError:  # not an outcome
+        return None
+    return None
+
+
 def call_target(engine: Engine, job_id: str, spec: JobSpec, invocation: Invocation) -> Event:
     """Run the job's target for a committed invocation; the event that reports what happened."""
-    context = InvocationContext(
-        job_id=job_id,
-        invocation_id=invocation.id,
-        scheduled_for=invocation.scheduled_for,
-        attempt=invocation.attempt,
-        payload=spec.payload,
-        metadata=spec.metadata,
-        deadline=invocation.deadline,
-        namespace=engine.namespace,
-    )
+    context = InvocationContext.of(engine.namespace, job_id, spec, invocation)
     try:
         outcome = target_for(spec.target).invoke(context, engine.connection)
     except Exception as exc:  # a target must not raise; if one does, the run failed
@@ -82,6 +122,34 @@ def call_target(engine: Engine, job_id: str, spec: JobSpec, invocation: Invocati
             "job %s: target raised", job_id, extra={"job": job_id, "invocation": invocation.id}
         )
         return InvocationDone(invocation.id, InvocationStatus.FAILED, repr(exc)[:2000])
+    return _event(invocation, outcome)
+
+
+def call_targets(engine: Engine, calls: Sequence[tuple[str, JobSpec, Invocation]]) -> list[Event]:
+    """`call_target` for each call, in order; `rq` targets are enqueued together, in a few round
+    trips in all instead of a few each."""
+    events: list[Event | None] = [None] * len(calls)
+    batch: list[tuple[int, RqTarget, InvocationContext]] = []
+    for i, (job_id, spec, invocation) in enumerate(calls):
+        if isinstance(spec.target, RqTarget):
+            batch.append(
+                (i, spec.target, InvocationContext.of(engine.namespace, job_id, spec, invocation))
+            )
+        else:
+            events[i] = call_target(engine, job_id, spec, invocation)
+    try:
+        outcomes = enqueue_many(
+            [(target, context) for _, target, context in batch], engine.connection
+        )
+    except Exception as exc:  # as in call_target
+        log.exception("enqueueing %d rq targets raised", len(batch))
+        outcomes = [Finished(InvocationStatus.FAILED, repr(exc)[:2000])] * len(batch)
+    for (i, _, _), outcome in zip(batch, outcomes, strict=True):
+        events[i] = _event(calls[i][2], outcome)
+    return [event for event in events if event is not None]
+
+
+def _event(invocation: Invocation, outcome: Finished | Accepted) -> Event:
     if isinstance(outcome, Accepted):
         return InvocationStarted(invocation.id)
     return InvocationDone(invocation.id, outcome.outcome, outcome.error)

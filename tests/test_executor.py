@@ -13,9 +13,10 @@ from rq import Queue, SimpleWorker
 from rq.job import Job
 
 from cronq.apply import apply_project
-from cronq.engine import Engine
+from cronq.engine import Engine, report_outcome
 from cronq.executor import TaskExecutor, return_orphaned_tasks, wip_key
 from cronq.presence import WORKER_TTL, beat, workers_key
+from cronq.statemachine import InvocationStatus
 from tests.fake_engine import TWO_JOBS, Clock, project, release_due
 
 pytest_plugins = ["tests.fake_engine"]
@@ -98,3 +99,57 @@ def test_cronqs_tasks_are_ordinary_rq_jobs_an_rq_worker_can_run(
     assert Job.fetch(task_id, connection=engine.connection).description == "cronq tick"
     SimpleWorker([queue], connection=engine.connection).work(burst=True)
     assert statuses(engine, "demo/fast") == ["SUCCEEDED"]
+
+
+RQ_JOB = """
+jobs:
+  - {name: sum, schedule: "*/10 * * * * *", rq: {func: tests.rq_funcs.add, args: [1, 2]}}
+  - {name: bad, schedule: "*/10 * * * * *", rq: {func: tests.rq_funcs.boom, args: [disk full]}}
+"""
+
+
+@pytest.mark.parametrize("reporter", ["executor", "rq worker"])
+def test_rq_outcomes_come_back_as_report_tasks(
+    engine: Engine, clock: Clock, tmp_path: Path, reporter: str
+) -> None:
+    """The user's RQ worker only enqueues a report; the executor (or any RQ worker on cronq's
+    queue) steps it, so the history is written where cronq's tasks run."""
+    apply_project(engine, project(tmp_path, RQ_JOB))
+    clock.advance(10)
+    release_due(engine)
+    burst(engine)  # both ticks in one batch, both rq jobs enqueued together
+    users = Queue("default", connection=engine.connection)
+    assert users.count == 2
+    SimpleWorker([users], connection=engine.connection).work(burst=True)
+    assert statuses(engine, "demo/sum") == []  # reported, not yet stepped
+    reports = [t for t in engine.queue.job_ids if t.startswith("cronq-r-")]
+    assert len(reports) == 2
+    if reporter == "executor":
+        burst(engine)
+    else:
+        SimpleWorker([engine.queue], connection=engine.connection).work(burst=True)
+    assert statuses(engine, "demo/sum") == ["SUCCEEDED"]
+    entries = engine.connection.lrange(engine.keys.history("demo/bad"), 0, -1)
+    assert [json.loads(e)["error"] for e in entries] == ["ValueError: disk full"]
+
+
+def test_a_report_for_an_invocation_that_is_over_changes_nothing(
+    engine: Engine, clock: Clock, tmp_path: Path
+) -> None:
+    apply_project(engine, project(tmp_path, RQ_JOB))
+    clock.advance(10)
+    release_due(engine)
+    burst(engine)
+    SimpleWorker(
+        [Queue("default", connection=engine.connection)], connection=engine.connection
+    ).work(burst=True)
+    burst(engine)
+    before = engine.connection.hgetall(engine.keys.job("demo/sum"))
+    (entry,) = engine.connection.lrange(engine.keys.history("demo/sum"), 0, -1)
+    invocation = json.loads(entry)["id"]
+    report_outcome(
+        engine.connection, "cronq", "demo/sum", invocation, InvocationStatus.FAILED, "late"
+    )
+    burst(engine)
+    assert engine.connection.hgetall(engine.keys.job("demo/sum")) == before
+    assert statuses(engine, "demo/sum") == ["SUCCEEDED"]

@@ -25,10 +25,11 @@ from cronq import __version__
 from cronq.statemachine import InvocationStatus
 from cronq.target_specs import HttpTarget, NoopTarget, RqTarget
 from cronq.targets import Accepted, Finished, InvocationContext, allowed, target_for
+from cronq.targets import rq as rq_target
 from cronq.targets.base import MAX_ERROR_LENGTH, describe_error
 from cronq.targets.http import HttpInvoker, safe_url
 from cronq.targets.noop import NoopInvoker
-from cronq.targets.rq import RqInvoker, rq_job_id
+from cronq.targets.rq import ALLOWED_MODULES_ENV, RqInvoker, enqueue_many, rq_job_id
 
 SUCCEEDED, FAILED = InvocationStatus.SUCCEEDED, InvocationStatus.FAILED
 TIMED_OUT, ABORTED = InvocationStatus.TIMED_OUT, InvocationStatus.ABORTED
@@ -364,6 +365,53 @@ def test_rq_enqueue_error_is_a_failure_not_a_crash() -> None:
     result = target_for(RqTarget(func="tests.rq_funcs.add")).invoke(context(), broken)
     assert isinstance(result, Finished) and result.outcome is FAILED
     assert result.error and result.error.startswith("enqueue: ConnectionError")
+
+
+def test_rq_enqueue_many_answers_each_call_in_order(
+    fake: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ALLOWED_MODULES_ENV, "tests")
+    add, other = RqTarget(func="tests.rq_funcs.add"), RqTarget(func="tests.rq_funcs.add", queue="b")
+    target_for(add).invoke(context(invocation_id="inv-0"), fake)  # enqueued before the batch
+    calls = [
+        (add, context(invocation_id="inv-0")),
+        (add, context(invocation_id="inv-1")),
+        (RqTarget(func="os.system"), context(invocation_id="inv-2")),
+        (other, context(invocation_id="inv-3")),
+        (add, context(-1, invocation_id="inv-4")),
+    ]
+    outcomes = enqueue_many(calls, fake)
+    assert [type(o).__name__ for o in outcomes] == [
+        "Accepted", "Accepted", "Finished", "Accepted", "Finished"
+    ]  # fmt: skip
+    assert "already enqueued" in str(outcomes[0]) and "inv-1 enqueued" in str(outcomes[1])
+    assert isinstance(outcomes[4], Finished) and outcomes[4].outcome is TIMED_OUT
+    assert Queue("default", connection=fake).job_ids == [rq_job_id("inv-0"), rq_job_id("inv-1")]
+    assert Queue("b", connection=fake).job_ids == [rq_job_id("inv-3")]
+
+
+def test_rq_enqueue_many_that_loses_a_race_redoes_each_call(
+    fake: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another start enqueues one of the batch's jobs between the check and the commit: the
+    commit fails as a whole, and each call is done again on its own, so none runs twice."""
+    enqueue = rq_target.enqueue_in
+    raced: list[str] = []
+
+    def racing(pipe: Any, queue: Queue, spec: RqTarget, ctx: InvocationContext) -> None:
+        if not raced:
+            raced.append(ctx.invocation_id)
+            fake.hset(Job.key_for(rq_job_id(ctx.invocation_id)), "status", "queued")
+        enqueue(pipe, queue, spec, ctx)
+
+    monkeypatch.setattr(rq_target, "enqueue_in", racing)
+    spec = RqTarget(func="tests.rq_funcs.add")
+    outcomes = enqueue_many([(spec, context(invocation_id=f"inv-{i}")) for i in range(3)], fake)
+    assert raced == ["inv-0"]
+    assert [isinstance(o, Accepted) and "already" in o.detail for o in outcomes] == [
+        True, False, False
+    ]  # fmt: skip
+    assert Queue("default", connection=fake).job_ids == [rq_job_id("inv-1"), rq_job_id("inv-2")]
 
 
 Report = tuple[str, str, str, InvocationStatus, str | None]

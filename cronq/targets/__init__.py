@@ -1,6 +1,7 @@
 """Targets: what an invocation does (DESIGN §5). `target_for(spec)` picks the implementation.
 
-A new kind of target is one class with `invoke` and `abort` plus one line in `_FACTORIES`.
+A new kind of target is one class with `invoke` and `abort` plus one line in `_FACTORIES`. A
+target that only enqueues somewhere (`enqueues`) is invoked in batches by `cronq worker`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ __all__ = [
     "InvocationContext",
     "Target",
     "allowed",
+    "enqueues",
     "target_for",
 ]
 
@@ -37,3 +39,9 @@ def target_for(spec: RqTarget | HttpTarget | NoopTarget) -> Target:
     except KeyError:
         raise TypeError(f"no target for {type(spec).__name__}") from None
     return factory(spec)
+
+
+def enqueues(spec: RqTarget | HttpTarget | NoopTarget) -> bool:
+    """Whether invoking `spec` only hands the run to a queue: quick, so batched with others
+    (`cronq.tasks.call_targets`) rather than given a thread of its own."""
+    return isinstance(spec, RqTarget)

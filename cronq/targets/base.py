@@ -9,11 +9,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import redis
 
-from cronq.statemachine import InvocationStatus
+from cronq.statemachine import Invocation, InvocationStatus
+
+if TYPE_CHECKING:
+    from cronq.config import JobSpec
 
 __all__ = [
     "MAX_ERROR_LENGTH",
@@ -44,6 +47,22 @@ class InvocationContext:
     deadline: datetime
     """Soft timeout (an aware instant): the target must give up by then."""
     namespace: str
+
+    @classmethod
+    def of(
+        cls, namespace: str, job_id: str, spec: JobSpec, invocation: Invocation
+    ) -> InvocationContext:
+        """The context of a committed invocation of the job `spec` describes."""
+        return cls(
+            job_id=job_id,
+            invocation_id=invocation.id,
+            scheduled_for=invocation.scheduled_for,
+            attempt=invocation.attempt,
+            payload=spec.payload,
+            metadata=spec.metadata,
+            deadline=invocation.deadline,
+            namespace=namespace,
+        )
 
     def seconds_left(self) -> float:
         """Time to the deadline from the wall clock now; negative once it has passed."""
