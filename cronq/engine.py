@@ -57,6 +57,7 @@ __all__ = [
     "StepResult",
     "UnknownJob",
     "enqueue_task",
+    "is_report",
     "new_invocation_id",
     "report_outcome",
     "task_id",
@@ -143,6 +144,11 @@ def task_id(kind: str, job_id: str, nonce: int | str) -> str:
     if not _SAFE_SUFFIX.fullmatch(suffix):
         suffix = "h" + hashlib.blake2b(suffix.encode(), digest_size=16).hexdigest()
     return f"cronq-{kind}-{digest}-{suffix}"
+
+
+def is_report(rq_id: str) -> bool:
+    """Whether a task id (`task_id`) is that of a report."""
+    return rq_id.startswith("cronq-r-")
 
 
 class Engine:

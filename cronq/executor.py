@@ -28,7 +28,7 @@ from rq.job import Job
 
 from cronq import metrics
 from cronq.config import JobSpec
-from cronq.engine import Batch, Engine, StepResult
+from cronq.engine import Batch, Engine, StepResult, is_report
 from cronq.presence import WORKER_TTL, present, workers_key
 from cronq.statemachine import Event, Invocation, InvocationStarting
 from cronq.store import text
@@ -42,6 +42,7 @@ log = logging.getLogger("cronq.executor")
 DEFAULT_BATCH = 200
 DEFAULT_THREADS = 16
 _IDLE_WAIT = 1  # seconds a blocking pop waits before the loop looks around again
+REPORT_LINGER, LINGER_STEP = 0.1, 0.01  # seconds: see `TaskExecutor._linger`
 _BUSY_WAIT = 0.01  # how often outcomes of running targets are collected while nothing is queued
 _BACKOFF, _MAX_BACKOFF = 0.5, 5.0  # seconds between tries while Redis is unavailable
 
@@ -167,17 +168,39 @@ class TaskExecutor:
         """Up to a batch of task ids, moved into this worker's in-progress list; with `wait`,
         block that long for the first one. Tasks left there (a batch that met a Redis error, or
         a worker restarted under the same name) come first."""
-        connection, queue_key = self.engine.connection, self.engine.queue.key
+        connection = self.engine.connection
         if leftover := connection.lrange(self.wip, 0, -1):
             return [text(task_id) for task_id in leftover]
-        taken = connection.eval(_TAKE, 2, queue_key, self.wip, self.batch) or []
+        taken = [text(t) for t in self._take_ready(self.batch)]
         if not taken and wait is not None:
-            # Redis takes fractional seconds here; redis-py's annotation says int.
-            first = connection.blmove(queue_key, self.wip, wait, "LEFT", "RIGHT")  # type: ignore[arg-type]
-            if first is not None:
-                more = connection.eval(_TAKE, 2, queue_key, self.wip, self.batch - 1) or []
-                taken = [first, *more]
-        return [text(task_id) for task_id in taken]
+            taken = self._take_blocking(wait)
+        return self._linger(taken)
+
+    def _take_ready(self, count: int) -> list[bytes]:
+        return self.engine.connection.eval(_TAKE, 2, self.engine.queue.key, self.wip, count) or []
+
+    def _take_blocking(self, wait: float) -> list[str]:
+        """Block up to `wait` seconds for a task; then take what else is ready with it."""
+        queue_key, connection = self.engine.queue.key, self.engine.connection
+        # Redis takes fractional seconds here; redis-py's annotation says int.
+        first = connection.blmove(queue_key, self.wip, wait, "LEFT", "RIGHT")  # type: ignore[arg-type]
+        if first is None:
+            return []
+        return [text(t) for t in [first, *self._take_ready(self.batch - 1)]]
+
+    def _linger(self, taken: list[str]) -> list[str]:
+        """A batch of nothing but a few reports waits up to REPORT_LINGER for more tasks: the
+        outcomes of RQ jobs trickle in one by one as the users' workers finish them, and a batch
+        each would cost a transaction each. It looks again every LINGER_STEP, so a tick or start
+        that comes meanwhile waits no longer than that."""
+        deadline = time.monotonic() + REPORT_LINGER
+        while taken and len(taken) < self.batch and all(is_report(t) for t in taken):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            time.sleep(min(LINGER_STEP, left))
+            taken += [text(t) for t in self._take_ready(self.batch - len(taken))]
+        return taken
 
     def _read_tasks(self, task_ids: list[str]) -> list[tuple[str, Event] | None]:
         """The event each task carries. Only the call is read (not RQ's whole job record): for

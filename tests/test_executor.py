@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from pathlib import Path
 
 import pytest
 from rq import Queue, SimpleWorker
 from rq.job import Job
 
+from cronq import executor
 from cronq.apply import apply_project
 from cronq.engine import Engine, report_outcome
 from cronq.executor import TaskExecutor, return_orphaned_tasks, wip_key
@@ -153,3 +155,32 @@ def test_a_report_for_an_invocation_that_is_over_changes_nothing(
     burst(engine)
     assert engine.connection.hgetall(engine.keys.job("demo/sum")) == before
     assert statuses(engine, "demo/sum") == ["SUCCEEDED"]
+
+
+@pytest.mark.parametrize(
+    ("arriving", "expected"),
+    [
+        ("cronq-r-2", ["cronq-r-1", "cronq-r-2"]),  # reports wait for each other
+        ("cronq-t-2", ["cronq-r-1", "cronq-t-2"]),  # a tick ends the wait
+    ],
+)
+def test_a_batch_of_reports_lingers_for_more_but_not_a_tick(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, arriving: str, expected: list[str]
+) -> None:
+    connection, steps, real_sleep = engine.connection, [], time.sleep
+    connection.rpush(engine.queue.key, "cronq-r-1")
+
+    def sleep(seconds: float) -> None:
+        steps.append(seconds)
+        if len(steps) == 1:
+            connection.rpush(engine.queue.key, arriving)
+        real_sleep(seconds)
+
+    monkeypatch.setattr(executor, "REPORT_LINGER", 0.05)
+    monkeypatch.setattr(executor.time, "sleep", sleep)
+    taken = TaskExecutor(engine, "w1")._take(None)
+    assert taken == expected
+    if arriving.startswith("cronq-t-"):
+        assert len(steps) == 1
+    else:  # it waited out the linger, a step at a time
+        assert len(steps) > 1 and sum(steps) == pytest.approx(0.05, abs=0.015)

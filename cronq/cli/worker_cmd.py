@@ -45,7 +45,7 @@ from cronq.worker import DEFAULT_RELEASE_INTERVAL, run_worker
     type=click.IntRange(1, 1024),
     default=DEFAULT_THREADS,
     show_default=True,
-    help="Targets (http, noop, rq enqueues) called at once.",
+    help="Targets called at once (http, noop; rq targets are enqueued in batches).",
 )
 @click.option("--name", default=None, help="Worker name in `cronq status` (default: random).")
 @click.option(
