@@ -47,10 +47,14 @@ _BUSY_WAIT = 0.01  # how often outcomes of running targets are collected while n
 _BACKOFF, _MAX_BACKOFF = 0.5, 5.0  # seconds between tries while Redis is unavailable
 
 
-# Move up to ARGV[1] task ids from the queue to the in-progress list, atomically.
+# Move up to ARGV[1] task ids from the queue to the in-progress list, atomically (in chunks:
+# Lua's unpack() takes a few thousand values at most).
 _TAKE = """
 local ids = redis.call('LPOP', KEYS[1], ARGV[1])
-if ids then redis.call('RPUSH', KEYS[2], unpack(ids)) end
+if not ids then return {} end
+for i = 1, #ids, 1000 do
+  redis.call('RPUSH', KEYS[2], unpack(ids, i, math.min(i + 999, #ids)))
+end
 return ids
 """
 # The call of each task, stamped with the time it was taken (only tasks that still exist).

@@ -106,12 +106,16 @@ class TickReleaser:
 
 
 # RQ scores scheduled tasks in whole seconds: a task is due once the second it names has begun.
+# Lua's unpack() takes a few thousand values at most: ids go in chunks (10,000 jobs may fire in
+# the same second).
 _RELEASE = """
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, 10000)
-if #ids == 0 then return 0 end
-for _, id in ipairs(ids) do redis.call('HSET', ARGV[2] .. id, 'status', 'queued') end
-redis.call('ZREM', KEYS[1], unpack(ids))
-redis.call('RPUSH', KEYS[2], unpack(ids))
+for i = 1, #ids, 1000 do
+  local chunk = {unpack(ids, i, math.min(i + 999, #ids))}
+  for _, id in ipairs(chunk) do redis.call('HSET', ARGV[2] .. id, 'status', 'queued') end
+  redis.call('ZREM', KEYS[1], unpack(chunk))
+  redis.call('RPUSH', KEYS[2], unpack(chunk))
+end
 return #ids
 """
 
