@@ -1,7 +1,8 @@
 """Lag distributions of the precision runs: python plot.py RESULTS_DIR OUT.png
 
 Reads RESULTS_DIR/precision-SYSTEM.json (written by `harness.py --json`) and draws one empirical
-CDF of lag (user function start - intended fire second) per system.
+CDF of lag (user function start - intended fire second) per system; `rq-floor` (dashed) is not
+a peer but the floor of any scheduler on the same RQ workers (rq_floor.py).
 """
 
 import json
@@ -13,7 +14,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-SYSTEMS = ("cronq", "rq-cron", "rq-scheduler", "apscheduler", "redbeat")
+SYSTEMS = ("cronq", "rq-floor", "rq-cron", "rq-scheduler", "apscheduler", "redbeat")
 
 directory, out = Path(sys.argv[1]), Path(sys.argv[2])
 figure, axis = plt.subplots(figsize=(8, 4.5))
@@ -30,7 +31,8 @@ for system in SYSTEMS:
         f"{system}: p50 {result['lag_p50_ms']:.0f} / p99 {result['lag_p99_ms']:.0f} ms, "
         f"misses {result['misses']}, dups {result['duplicates']}"
     )
-    axis.plot(lags, ys, label=label)
+    style = {"linestyle": "--", "color": "grey"} if system == "rq-floor" else {}
+    axis.plot(lags, ys, label=label, **style)
 axis.set_xlabel("lag: user function start - intended fire time (ms)")
 axis.set_ylabel("fraction of fire times")
 axis.set_title("Workload 1: 100 jobs every second, 120 s, 2 cores (first run per fire time)")
