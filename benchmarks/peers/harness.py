@@ -553,14 +553,34 @@ def server_session(args: argparse.Namespace) -> Iterator[tuple[Path, str, redis.
             server.stop()
 
 
+@dataclasses.dataclass(frozen=True)
+class System:
+    """A system started: its first intended fire second, when its schedulers started, its
+    processes, and the scheduler commands (to start them again)."""
+
+    first_fire: int
+    started: float
+    consumers: list[subprocess.Popen[bytes]]
+    schedulers: list[subprocess.Popen[bytes]]
+    schedulers_cmd: list[list[str]]
+
+
+def start_system(args: argparse.Namespace, work: Path, url: str) -> System:
+    """The system's setup, then its consumers, then its schedulers."""
+    first_fire = math.ceil(time.time()) + 3
+    schedulers_cmd, consumers_cmd = SETUP[args.system](args, url, work, first_fire)
+    consumers = spawn_all(consumers_cmd, args.env, work, "consumer")
+    started = time.time()
+    schedulers = spawn_all(schedulers_cmd, args.env, work, "scheduler")
+    return System(first_fire, started, consumers, schedulers, schedulers_cmd)
+
+
 def run_fixed(args: argparse.Namespace) -> dict[str, Any]:
     """Workloads 1 (precision) and 3 (ha)."""
     with server_session(args) as (work, url, connection):
-        first_fire = math.ceil(time.time()) + 3
-        schedulers_cmd, consumers_cmd = SETUP[args.system](args, url, work, first_fire)
-        consumers = spawn_all(consumers_cmd, args.env, work, "consumer")
-        started = time.time()
-        schedulers = spawn_all(schedulers_cmd, args.env, work, "scheduler")
+        system = start_system(args, work, url)
+        first_fire, started = system.first_fire, system.started
+        consumers, schedulers = system.consumers, system.schedulers
         time.sleep(args.duration)
         stopped = time.time()
         cpu = stop_measured(schedulers)
@@ -655,11 +675,9 @@ def run_scale(args: argparse.Namespace) -> dict[str, Any]:
 def run_downtime(args: argparse.Namespace) -> dict[str, Any]:
     """Workload 4: up, every scheduler process stopped for --down s, up again."""
     with server_session(args) as (work, url, connection):
-        first_fire = math.ceil(time.time()) + 3
-        schedulers_cmd, consumers_cmd = SETUP[args.system](args, url, work, first_fire)
-        consumers = spawn_all(consumers_cmd, args.env, work, "consumer")
-        started = time.time()
-        schedulers = spawn_all(schedulers_cmd, args.env, work, "scheduler")
+        system = start_system(args, work, url)
+        first_fire, started = system.first_fire, system.started
+        consumers, schedulers = system.consumers, system.schedulers
         time.sleep(args.up)
         stopped = time.time()
         cpu = stop_measured(schedulers)
@@ -667,7 +685,7 @@ def run_downtime(args: argparse.Namespace) -> dict[str, Any]:
         sleep_until(stopped + args.down)
         args.env["PEERS_RESTART"] = "1"
         restarted = time.time()
-        schedulers = spawn_all(schedulers_cmd, args.env, work, "restarted")
+        schedulers = spawn_all(system.schedulers_cmd, args.env, work, "restarted")
         time.sleep(args.after)
         ended = time.time()
         cpu += stop_measured(schedulers)
