@@ -141,10 +141,15 @@ def spawn(command: list[str], env: dict[str, str], log: Path, cwd: Path) -> subp
         return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd)
 
 
+SPAWNED: list[subprocess.Popen[bytes]] = []  # stopped when the run's server is, whatever happened
+
+
 def spawn_all(
     commands: list[list[str]], env: dict[str, str], work: Path, role: str
 ) -> list[subprocess.Popen[bytes]]:
-    return [spawn(c, env, work / f"{role}-{i}.log", work) for i, c in enumerate(commands)]
+    processes = [spawn(c, env, work / f"{role}-{i}.log", work) for i, c in enumerate(commands)]
+    SPAWNED.extend(processes)
+    return processes
 
 
 def stop_measured(processes: list[subprocess.Popen[bytes]]) -> float:
@@ -550,6 +555,7 @@ def server_session(args: argparse.Namespace) -> Iterator[tuple[Path, str, redis.
             }
             yield work, url, redis.Redis.from_url(url)
         finally:
+            stop(SPAWNED)  # a run that failed half way leaves nothing running
             server.stop()
 
 
