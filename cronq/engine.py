@@ -110,7 +110,7 @@ class Batch:
     results: list[StepResult | Exception]
     states: dict[str, JobState]
     started: list[tuple[StoredJob, str]] = field(default_factory=list)
-    enqueued: list[tuple[StoredJob, Invocation]] = field(default_factory=list)
+    enqueued: list[tuple[StoredJob, RqTarget, Invocation]] = field(default_factory=list)
 
 
 # Read every job of a batch in one round trip, inside the WATCH that guards the batch.
@@ -219,8 +219,8 @@ class Engine:
                     pipe.multi()
                     for job, state, actions in writes:
                         self.write(pipe, job, state, actions, now)
-                    for job, invocation in batch.enqueued:
-                        self.enqueue_target(pipe, job, invocation)
+                    for job, target, invocation in batch.enqueued:
+                        self.enqueue_target(pipe, job, target, invocation)
                     pipe.execute()
             except WatchError:
                 return None
@@ -282,34 +282,39 @@ class Engine:
             invocation_id = new_invocation_id(world.now)
             state, more = step(state, InvocationStarting(action.nonce, invocation_id), world)
             kept.extend(more)
-            if isinstance(job.spec.target, RqTarget):
-                state, more = self._enqueue_due(job, state, invocation_id, world, batch)
+            if isinstance(target := job.spec.target, RqTarget):
+                state, more = self._enqueue_due(job, target, state, invocation_id, world, batch)
                 kept.extend(more)
             else:
                 batch.started.append((job, invocation_id))
         return state, tuple(kept)
 
     def _enqueue_due(
-        self, job: StoredJob, state: JobState, invocation_id: str, world: World, batch: Batch
+        self,
+        job: StoredJob,
+        target: RqTarget,
+        state: JobState,
+        invocation_id: str,
+        world: World,
+        batch: Batch,
     ) -> tuple[JobState, tuple[Action, ...]]:
         """An `rq` target's whole invocation is a write to Redis: it joins this transaction, so
         the invocation is RUNNING (or refused) as it commits, without a call after it, a check
         that its RQ job is not there already (a fresh invocation's cannot be), or a second step
         to record that the enqueue happened. The same outcomes as `RqInvoker.invoke`."""
         invocation = next((a for a in state.active if a.id == invocation_id), None)
-        if invocation is None or not isinstance(job.spec.target, RqTarget):
+        if invocation is None:
             return state, ()
-        seconds_left = (invocation.deadline - world.now).total_seconds()
-        refused = refusal(job.spec.target, seconds_left)
+        refused = refusal(target, (invocation.deadline - world.now).total_seconds())
         if refused is not None:
             return step(state, InvocationDone(invocation_id, refused.outcome, refused.error), world)
-        batch.enqueued.append((job, invocation))
+        batch.enqueued.append((job, target, invocation))
         return step(state, InvocationStarted(invocation_id), world)
 
-    def enqueue_target(self, pipe: Pipeline, job: StoredJob, invocation: Invocation) -> None:
+    def enqueue_target(
+        self, pipe: Pipeline, job: StoredJob, target: RqTarget, invocation: Invocation
+    ) -> None:
         """The RQ job of an invocation `_enqueue_due` took, inside the batch's MULTI."""
-        target = job.spec.target
-        assert isinstance(target, RqTarget)
         queue = self._queues.get(target.queue)
         if queue is None:
             queue = self._queues[target.queue] = Queue(target.queue, connection=self.connection)

@@ -57,16 +57,7 @@ def start(namespace: str, job_id: str, nonce: int, connection: Redis | None = No
     invocation = next((a for a in result.state.active if a.id == invocation_id), None)
     if invocation is None:
         return  # a stale or duplicate task
-    outcome = call_target(engine, job_id, result.job.spec, invocation)
-    try:
-        engine.step(job_id, outcome)
-    except UnknownJob:
-        log.info(
-            "job %s was deleted while invocation %s ran",
-            job_id,
-            invocation_id,
-            extra={"job": job_id, "invocation": invocation_id},
-        )
+    _step_outcome(engine, job_id, call_target(engine, job_id, result.job.spec, invocation))
 
 
 def report(
@@ -77,17 +68,16 @@ def report(
     error: str | None,
     connection: Redis | None = None,
 ) -> None:
+    done = InvocationDone(invocation_id, InvocationStatus(outcome), error)
+    _step_outcome(_engine(namespace, connection), job_id, done)
+
+
+def _step_outcome(engine: Engine, job_id: str, outcome: Event) -> None:
+    """Commit how an invocation went; the job may have been deleted meanwhile."""
     try:
-        _engine(namespace, connection).step(
-            job_id, InvocationDone(invocation_id, InvocationStatus(outcome), error)
-        )
+        engine.step(job_id, outcome)
     except UnknownJob:
-        log.info(
-            "job %s is gone; outcome of %s dropped",
-            job_id,
-            invocation_id,
-            extra={"job": job_id, "invocation": invocation_id},
-        )
+        log.info("job %s is gone; an outcome of it was dropped", job_id, extra={"job": job_id})
 
 
 def event_of(engine: Engine, function: str, args: tuple[Any, ...]) -> tuple[str, Event] | None:
@@ -137,13 +127,7 @@ def call_targets(engine: Engine, calls: Sequence[tuple[str, JobSpec, Invocation]
             )
         else:
             events[i] = call_target(engine, job_id, spec, invocation)
-    try:
-        outcomes = enqueue_many(
-            [(target, context) for _, target, context in batch], engine.connection
-        )
-    except Exception as exc:  # as in call_target
-        log.exception("enqueueing %d rq targets raised", len(batch))
-        outcomes = [Finished(InvocationStatus.FAILED, repr(exc)[:2000])] * len(batch)
+    outcomes = enqueue_many([(target, context) for _, target, context in batch], engine.connection)
     for (i, _, _), outcome in zip(batch, outcomes, strict=True):
         events[i] = _event(calls[i][2], outcome)
     return [event for event in events if event is not None]

@@ -148,17 +148,14 @@ def _enqueue_once(
     if not calls:
         return []
     keys = [Job.key_for(rq_job_id(context.invocation_id)) for _, context in calls]
-    queues: dict[str, Queue] = {}
+    queues = {spec.queue: Queue(spec.queue, connection=connection) for spec, _ in calls}
     with connection.pipeline() as pipe:
         pipe.watch(*keys)  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
         existing = [bool(found) for found in pipe.eval(_EXISTING, len(keys), *keys)]
         pipe.multi()
         for (spec, context), exists in zip(calls, existing, strict=True):
             if not exists:
-                queue = queues.get(spec.queue) or queues.setdefault(
-                    spec.queue, Queue(spec.queue, connection=connection)
-                )
-                enqueue_in(pipe, queue, spec, context)
+                enqueue_in(pipe, queues[spec.queue], spec, context)
         try:
             pipe.execute()
         except redis.WatchError:
