@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import re
 import secrets
 from collections.abc import Callable, Sequence
@@ -20,9 +19,9 @@ from redis import Redis
 from redis.client import Pipeline
 from redis.exceptions import WatchError
 from rq import Queue
-from rq.job import Job
 
 from cronq import metrics
+from cronq.rq_records import register
 from cronq.state_codec import encode_state
 from cronq.statemachine import (
     AbortInvocation,
@@ -49,6 +48,7 @@ from cronq.store import HISTORY_LIMIT, HISTORY_TTL, JOB_FIELDS, Keys, StoredJob,
 from cronq.target_specs import RqTarget
 from cronq.targets.base import InvocationContext
 from cronq.targets.rq import enqueue_in, refusal
+from cronq.task_queue import TaskQueue
 
 __all__ = [
     "Batch",
@@ -56,7 +56,6 @@ __all__ = [
     "JobRefused",
     "StepResult",
     "UnknownJob",
-    "enqueue_task",
     "is_report",
     "new_invocation_id",
     "report_outcome",
@@ -67,21 +66,6 @@ __all__ = [
 log = logging.getLogger("cronq.engine")
 
 REPAIR_LOG_SECONDS = 86_400  # watchdog repairs are listed by time for a day (`cronq status`)
-
-# cronq's own tasks are tiny and idempotent: no results to keep, failures kept a day for people.
-_TASK_OPTIONS: dict[str, Any] = {"result_ttl": 0, "failure_ttl": 86_400}
-# Fields RQ writes empty for a fresh job. An idle job holds one task for as long as it is idle;
-# left out, they cost nothing (RQ reads a job without them), stored they cost ~450 bytes a task.
-_EMPTY_TASK_FIELDS = (
-    "success_callback_name",
-    "failure_callback_name",
-    "stopped_callback_name",
-    "started_at",
-    "ended_at",
-    "last_heartbeat",
-    "worker_name",
-    "group_id",
-)
 
 
 class UnknownJob(LookupError):
@@ -166,6 +150,7 @@ class Engine:
         self.namespace = namespace
         self.keys = Keys(namespace)
         self.queue = Queue(namespace, connection=connection)
+        self.tasks = TaskQueue(self.queue)
         self._queues: dict[str, Queue] = {}  # users' queues, for `rq` targets
         self.clock = clock
         self.nonces = nonces
@@ -217,10 +202,10 @@ class Engine:
                 batch, writes = self._fold(items, jobs, now, start_due)
                 if writes:
                     pipe.multi()
+                    self.tasks.register(pipe)
                     for job, state, actions in writes:
                         self.write(pipe, job, state, actions, now)
-                    for job, target, invocation in batch.enqueued:
-                        self.enqueue_target(pipe, job, target, invocation)
+                    self.enqueue_targets(pipe, batch.enqueued)
                     pipe.execute()
             except WatchError:
                 return None
@@ -311,15 +296,25 @@ class Engine:
         batch.enqueued.append((job, target, invocation))
         return step(state, InvocationStarted(invocation_id), world)
 
-    def enqueue_target(
-        self, pipe: Pipeline, job: StoredJob, target: RqTarget, invocation: Invocation
+    def enqueue_targets(
+        self, pipe: Pipeline, enqueued: list[tuple[StoredJob, RqTarget, Invocation]]
     ) -> None:
-        """The RQ job of an invocation `_enqueue_due` took, inside the batch's MULTI."""
-        queue = self._queues.get(target.queue)
+        """The RQ jobs of the invocations `_enqueue_due` took, inside the batch's MULTI."""
+        queues: dict[str, Queue] = {}
+        for job, target, invocation in enqueued:
+            queue = queues.get(target.queue)
+            if queue is None:
+                queue = queues[target.queue] = self._queue(target.queue)
+                register(pipe, queue)
+            context = InvocationContext.of(self.namespace, job.job_id, job.spec, invocation)
+            enqueue_in(pipe, queue, target, context)
+
+    def _queue(self, name: str) -> Queue:
+        """A users' queue (for `rq` targets), made once."""
+        queue = self._queues.get(name)
         if queue is None:
-            queue = self._queues[target.queue] = Queue(target.queue, connection=self.connection)
-        context = InvocationContext.of(self.namespace, job.job_id, job.spec, invocation)
-        enqueue_in(pipe, queue, target, context)
+            queue = self._queues[name] = Queue(name, connection=self.connection)
+        return queue
 
     def world(self, now: datetime, rules: JobRules) -> World:
         return World(now, rules, self.nonces)
@@ -367,7 +362,7 @@ class Engine:
     ) -> None:
         """A TickLater or StartInvocation task, through the transaction's pipeline."""
         rq_id = task_id(kind[0], job_id, nonce)
-        enqueue_task(self.queue, pipe, kind, (self.namespace, job_id, nonce), rq_id, at, now)
+        self.tasks.add(pipe, kind, (self.namespace, job_id, nonce), rq_id, at, now)
 
     def record(self, pipe: Pipeline, job_id: str, entry: dict[str, Any]) -> None:
         key = self.keys.history(job_id)
@@ -406,27 +401,6 @@ class Engine:
                 )
 
 
-def enqueue_task(
-    queue: Queue,
-    pipe: Pipeline,
-    kind: str,
-    args: tuple[Any, ...],
-    rq_id: str,
-    at: datetime,
-    now: datetime,
-) -> None:
-    """One of cronq's tasks (`cronq.tasks.<kind>`), due at `at`, through `pipe`."""
-    function = f"cronq.tasks.{kind}"
-    options = {**_TASK_OPTIONS, "job_id": rq_id, "description": f"cronq {kind}"}
-    if at <= now:
-        queue.enqueue_call(function, args=args, pipeline=pipe, **options)
-    else:
-        # RQ's scheduled registry counts whole seconds: round up, never release early.
-        release = datetime.fromtimestamp(math.ceil(at.timestamp()), tz=timezone.utc)
-        queue.enqueue_at(release, function, *args, pipeline=pipe, **options)
-    pipe.hdel(Job.key_for(rq_id), *_EMPTY_TASK_FIELDS)
-
-
 def report_outcome(
     connection: Redis,
     namespace: str,
@@ -442,8 +416,10 @@ def report_outcome(
     args = (namespace, job_id, invocation_id, outcome.value, error)
     rq_id = task_id("r", job_id, invocation_id)
     now = utcnow()
+    tasks = TaskQueue(Queue(namespace, connection=connection))
     with connection.pipeline() as pipe:
-        enqueue_task(Queue(namespace, connection=connection), pipe, "report", args, rq_id, now, now)
+        tasks.register(pipe)
+        tasks.add(pipe, "report", args, rq_id, now, now)
         pipe.execute()
 
 

@@ -12,6 +12,7 @@ import logging
 import math
 import os
 import re
+import zlib
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
@@ -23,6 +24,7 @@ from rq.exceptions import AbandonedJobError, InvalidJobOperation, NoSuchJobError
 from rq.job import Job, JobStatus
 from rq.timeouts import JobTimeoutException
 
+from cronq.rq_records import new_record, push, register
 from cronq.statemachine import InvocationStatus
 from cronq.target_specs import RqTarget
 from cronq.targets.base import Accepted, Finished, InvocationContext, bounded, describe_error
@@ -153,6 +155,8 @@ def _enqueue_once(
         pipe.watch(*keys)  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
         existing = [bool(found) for found in pipe.eval(_EXISTING, len(keys), *keys)]
         pipe.multi()
+        for queue in queues.values():
+            register(pipe, queue)
         for (spec, context), exists in zip(calls, existing, strict=True):
             if not exists:
                 enqueue_in(pipe, queues[spec.queue], spec, context)
@@ -168,21 +172,34 @@ def _enqueue_once(
 def enqueue_in(
     pipe: redis.client.Pipeline, queue: Queue, spec: RqTarget, context: InvocationContext
 ) -> None:
-    """The RQ job of an invocation, through `pipe` (inside a MULTI: the caller commits it)."""
+    """The RQ job of an invocation, through `pipe` (inside a MULTI: the caller commits it, and
+    lists the queue with `rq_records.register`). What `queue.enqueue_call` with these options
+    would write (tests/test_rq_records.py), from a record RQ builds once per queue."""
     seconds = max(1, math.ceil(context.seconds_left()))  # > 0 was checked a moment ago
-    queue.enqueue_call(
-        spec.func,
-        args=list(spec.args),
-        kwargs=dict(spec.kwargs),
-        job_id=rq_job_id(context.invocation_id),
-        timeout=seconds,
-        ttl=seconds,  # not started by the deadline: RQ drops it rather than run it late
-        description=f"{spec.func} (cronq {context.job_id}, {context.invocation_id})",
-        meta={"cronq": _meta(context)},
+    rq_id = rq_job_id(context.invocation_id)
+    record = new_record(("rq", queue.name), lambda: _job_of_queue(queue), _PER_JOB_FIELDS)
+    call = (spec.func, None, list(spec.args), dict(spec.kwargs))
+    record["data"] = zlib.compress(queue.serializer.dumps(call))
+    record["description"] = f"{spec.func} (cronq {context.job_id}, {context.invocation_id})"
+    record["meta"] = queue.serializer.dumps({"cronq": _meta(context)})
+    # Not started by the deadline: RQ drops it rather than run it late.
+    record["timeout"] = record["ttl"] = seconds
+    push(pipe, queue, rq_id, record)
+    pipe.expire(Job.key_for(rq_id), seconds)
+
+
+# What each invocation's RQ job sets itself; the rest is the same for every job of a queue.
+_PER_JOB_FIELDS = ("data", "description", "meta", "timeout", "ttl", "created_at", "enqueued_at")
+
+
+def _job_of_queue(queue: Queue) -> Job:
+    """An RQ job as `enqueue_in` makes them on this queue, for its fields in common."""
+    return queue.create_job(
+        "cronq.template",
+        job_id="template",
         on_success=Callback(on_success),
         on_failure=Callback(on_failure),
         on_stopped=Callback(on_stopped),
-        pipeline=pipe,
     )
 
 

@@ -1,0 +1,82 @@
+"""cronq's own tasks on its RQ queue: RQ jobs (RQ's tools show them, and any RQ worker can run
+them through `cronq.tasks`), written from a record RQ builds once per kind (cronq/rq_records.py).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from datetime import datetime
+from typing import Any
+
+from redis.client import Pipeline
+from rq import Queue
+from rq.job import Job, JobStatus
+from rq.registry import ScheduledJobRegistry
+from rq.utils import now as rq_now
+from rq.utils import utcformat
+
+from cronq.rq_records import new_record, push, register
+
+__all__ = ["TaskQueue"]
+
+# cronq's own tasks are tiny and idempotent: no results to keep, failures kept a day for people.
+_TASK_OPTIONS: dict[str, Any] = {"result_ttl": 0, "failure_ttl": 86_400}
+# Left out: what each task sets, and the fields RQ writes empty for a fresh job. An idle job
+# holds one task for as long as it is idle; RQ reads a job without them, stored they cost ~450
+# bytes a task.
+_PER_TASK_FIELDS = (
+    "data",
+    "created_at",
+    "enqueued_at",
+    "status",
+    "success_callback_name",
+    "failure_callback_name",
+    "stopped_callback_name",
+    "started_at",
+    "ended_at",
+    "last_heartbeat",
+    "worker_name",
+    "group_id",
+)
+
+
+class TaskQueue:
+    """Adds tasks to one RQ queue through a caller's pipeline (inside its MULTI)."""
+
+    def __init__(self, queue: Queue) -> None:
+        self.queue = queue
+        self.scheduled_key: str = ScheduledJobRegistry(queue=queue).key  # type: ignore[no-untyped-call]
+
+    def register(self, pipe: Pipeline) -> None:
+        """Once per transaction that adds tasks."""
+        register(pipe, self.queue)
+
+    def add(
+        self,
+        pipe: Pipeline,
+        kind: str,
+        args: tuple[Any, ...],
+        rq_id: str,
+        at: datetime,
+        now: datetime,
+    ) -> None:
+        """The task `cronq.tasks.<kind>(*args)` with RQ id `rq_id`, due at `at`: queued if it
+        is due, else scheduled for the whole second at or after `at` (RQ's scheduled registry
+        counts whole seconds: never released early)."""
+        function = f"cronq.tasks.{kind}"
+        record = new_record(
+            ("task", self.queue.name, kind),
+            lambda: self.queue.create_job(
+                function, job_id="template", description=f"cronq {kind}", **_TASK_OPTIONS
+            ),
+            _PER_TASK_FIELDS,
+        )
+        record["data"] = zlib.compress(self.queue.serializer.dumps((function, None, args, {})))
+        if at <= now:
+            push(pipe, self.queue, rq_id, record)
+            return
+        record["created_at"] = utcformat(rq_now())
+        record["status"] = JobStatus.SCHEDULED.value
+        pipe.hset(Job.key_for(rq_id), mapping=record)
+        pipe.zadd(self.scheduled_key, {rq_id: math.ceil(at.timestamp())})
