@@ -262,6 +262,8 @@ class JobSpec(JobSettings):
     def _whole_job(cls, data: Any, handler: Callable[[Any], JobSpec], info: ValidationInfo) -> Any:
         if isinstance(data, JobSpec):
             return data
+        if (info.context or {}).get("stored"):
+            return handler(data)  # checked as a whole when applied; read back at every step
         found = _shape_errors(data) if isinstance(data, Mapping) else []
         if isinstance(data, Mapping):
             found += _lifetime_errors(data.get("start"), data.get("until"))

@@ -14,7 +14,9 @@ from rq.registry import ScheduledJobRegistry
 
 from cronq import tasks
 from cronq.apply import apply_project
+from cronq.config import DEFAULT_MAX_PAYLOAD_BYTES
 from cronq.engine import Engine, JobRefused, UnknownJob, task_id
+from cronq.loader import load_paths
 from cronq.statemachine import InvocationStarting, JobStateName, TriggerNow
 from cronq.store import HISTORY_LIMIT, Keys, load_job
 from tests.fake_engine import T0, TWO_JOBS, Clock, project, release_due, run_queued, state
@@ -203,3 +205,23 @@ def test_history_is_capped(engine: Engine, clock: Clock, tmp_path: Path) -> None
         run_queued(engine)
     assert engine.connection.llen(engine.keys.history("demo/t")) == HISTORY_LIMIT
     assert engine.connection.ttl(engine.keys.history("demo/t")) > 0
+
+
+def test_a_job_applied_under_a_raised_payload_limit_still_steps(
+    engine: Engine, clock: Clock, tmp_path: Path
+) -> None:
+    """The whole-job checks run when a job is applied, under that apply's limit; the worker
+    reading the spec back at every step must not check it again under the default one."""
+    payload = "x" * (DEFAULT_MAX_PAYLOAD_BYTES + 1)
+    path = tmp_path / "big.yaml"
+    path.write_text(
+        f'jobs: [{{name: big, schedule: "*/10 * * * * *", noop: {{}}, payload: {payload}}}]\n'
+    )
+    assert not load_paths([path]).ok  # over the default limit
+    result = load_paths([path], max_payload_bytes=2 * DEFAULT_MAX_PAYLOAD_BYTES)
+    apply_project(engine, result.projects[0])
+    clock.advance(10)
+    release_due(engine)
+    run_queued(engine)
+    history = engine.connection.lrange(engine.keys.history("big/big"), 0, -1)
+    assert [json.loads(h)["status"] for h in history] == ["SUCCEEDED"]
