@@ -155,6 +155,16 @@ class Engine:
         self.clock = clock
         self.nonces = nonces
 
+    @classmethod
+    def shared(cls, connection: Redis, namespace: str) -> Engine:
+        """One engine per connection and namespace in a process, for code that is handed only
+        those (RQ tasks and callbacks), so that each call does not build its queues anew."""
+        key = (id(connection), namespace)
+        engine = _shared.get(key)
+        if engine is None or engine.connection is not connection:
+            engine = _shared[key] = cls(connection, namespace)
+        return engine
+
     def step(self, job_id: str, event: Event) -> StepResult:
         """Apply one event to one job. Raises UnknownJob, and JobRefused when the machine refuses
         (nothing is written then)."""
@@ -401,6 +411,9 @@ class Engine:
                 )
 
 
+_shared: dict[tuple[int, str], Engine] = {}
+
+
 def report_outcome(
     connection: Redis,
     namespace: str,
@@ -416,7 +429,7 @@ def report_outcome(
     args = (namespace, job_id, invocation_id, outcome.value, error)
     rq_id = task_id("r", job_id, invocation_id)
     now = utcnow()
-    tasks = TaskQueue(Queue(namespace, connection=connection))
+    tasks = Engine.shared(connection, namespace).tasks
     with connection.pipeline() as pipe:
         tasks.register(pipe)
         tasks.add(pipe, "report", args, rq_id, now, now)

@@ -139,17 +139,10 @@ def _event(invocation: Invocation, outcome: Finished | Accepted) -> Event:
     return InvocationDone(invocation.id, outcome.outcome, outcome.error)
 
 
-_engines: dict[tuple[int, str], Engine] = {}
-
-
 def _engine(namespace: str, connection: Redis | None) -> Engine:
     if connection is None:
         job = get_current_job()
         if job is None:
             raise RuntimeError("cronq tasks run inside an RQ worker, or are given a connection")
         connection = job.connection
-    key = (id(connection), namespace)
-    engine = _engines.get(key)
-    if engine is None or engine.connection is not connection:
-        engine = _engines[key] = Engine(connection, namespace)
-    return engine
+    return Engine.shared(connection, namespace)

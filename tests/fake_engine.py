@@ -11,6 +11,7 @@ import pytest
 from rq import Queue
 from rq.registry import ScheduledJobRegistry
 
+from cronq import engine as engine_module
 from cronq import tasks
 from cronq.engine import Engine
 from cronq.loader import LoadedProject, load_paths
@@ -42,7 +43,7 @@ def engine(
 ) -> Engine:
     """An engine on the fake clock; the tasks find it in their per-process cache."""
     engine = Engine(fake_redis, "cronq", clock=clock)
-    monkeypatch.setitem(tasks._engines, (id(fake_redis), "cronq"), engine)
+    monkeypatch.setitem(engine_module._shared, (id(fake_redis), "cronq"), engine)
     return engine
 
 
