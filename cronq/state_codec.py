@@ -23,6 +23,7 @@ from cronq.statemachine import JobState
 __all__ = ["decode_state", "encode_state"]
 
 Codec = Callable[[Any], Any]  # an encoder (value to JSON) or a decoder (JSON to value)
+_MISSING: Any = dataclasses.MISSING
 
 
 def encode_state(state: JobState) -> str:
@@ -57,17 +58,7 @@ def _codec(kind: Any) -> tuple[Codec, Codec]:
             lambda raw: tuple(decode_item(item) for item in raw),
         )
     if isinstance(kind, type) and dataclasses.is_dataclass(kind):
-        hints = typing.get_type_hints(kind)
-        fields = [(f.name, f.default, *_codec(hints[f.name])) for f in dataclasses.fields(kind)]
-        decoders = {name: decode for name, _, _, decode in fields}
-        return (
-            lambda value: {
-                name: encode(field_value)
-                for name, default, encode, _ in fields
-                if (field_value := getattr(value, name)) != default
-            },
-            lambda raw: kind(**{name: decoders[name](value) for name, value in raw.items()}),
-        )
+        return _dataclass_codec(kind)
     if kind is datetime:
         return (
             lambda value: round(value.timestamp(), 6),
@@ -75,4 +66,36 @@ def _codec(kind: Any) -> tuple[Codec, Codec]:
         )
     if isinstance(kind, type) and issubclass(kind, Enum):
         return lambda value: value.value, kind
-    return lambda value: value, lambda raw: raw
+    return _as_is, _as_is
+
+
+def _as_is(value: Any) -> Any:
+    return value
+
+
+def _dataclass_codec(kind: type) -> tuple[Codec, Codec]:
+    """Fields at their default are left out. Every step runs this on the whole state, so the
+    loops are lean: values stored as they are skip their codec, and a default that is the very
+    object (None, 0, "", ()) is found without a comparison."""
+    hints = typing.get_type_hints(kind)
+    fields = [(f.name, f.default, *_codec(hints[f.name])) for f in dataclasses.fields(kind)]
+    required = [(name, encoder) for name, default, encoder, _ in fields if default is _MISSING]
+    optional = [(name, d, encoder) for name, d, encoder, _ in fields if d is not _MISSING]
+    decoders = {name: decode for name, _, _, decode in fields if decode is not _as_is}
+
+    def encode(value: Any) -> dict[str, Any]:
+        values = value.__dict__
+        encoded = {name: encode_field(values[name]) for name, encode_field in required}
+        for name, default, encode_field in optional:
+            field_value = values[name]
+            if field_value is not default and field_value != default:
+                encoded[name] = field_value if encode_field is _as_is else encode_field(field_value)
+        return encoded
+
+    def decode(raw: dict[str, Any]) -> Any:
+        for name, decode_field in decoders.items():
+            if name in raw:
+                raw[name] = decode_field(raw[name])
+        return kind(**raw)
+
+    return encode, decode
