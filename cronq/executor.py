@@ -21,6 +21,7 @@ import queue
 import threading
 import time
 import zlib
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from redis.exceptions import RedisError
@@ -35,6 +36,8 @@ from cronq.store import text
 from cronq.targets import enqueues
 from cronq.tasks import call_targets, event_of
 
+Taken = list[tuple[str, bytes]]  # task ids with their calls (empty: the task is gone)
+
 __all__ = ["DEFAULT_BATCH", "DEFAULT_THREADS", "TaskExecutor", "return_orphaned_tasks", "wip_key"]
 
 log = logging.getLogger("cronq.executor")
@@ -47,24 +50,29 @@ _BUSY_WAIT = 0.01  # how often outcomes of running targets are collected while n
 _BACKOFF, _MAX_BACKOFF = 0.5, 5.0  # seconds between tries while Redis is unavailable
 
 
-# Move up to ARGV[1] task ids from the queue to the in-progress list, atomically (in chunks:
-# Lua's unpack() takes a few thousand values at most).
+# Take up to ARGV[1] tasks: move their ids from the queue to the in-progress list (in chunks:
+# Lua's unpack() takes a few thousand values at most). Return them, after the ids ARGV[4...]
+# already there, each with its call (empty if the task is gone), stamped with the time it was
+# taken (ARGV[2]), so that the watchdog sees it is in hand and not lost. One round trip a batch.
 _TAKE = """
-local ids = redis.call('LPOP', KEYS[1], ARGV[1])
-if not ids then return {} end
-for i = 1, #ids, 1000 do
-  redis.call('RPUSH', KEYS[2], unpack(ids, i, math.min(i + 999, #ids)))
+local ids = {}
+for i = 4, #ARGV do ids[#ids + 1] = ARGV[i] end
+if tonumber(ARGV[1]) > 0 then
+  local popped = redis.call('LPOP', KEYS[1], ARGV[1])
+  if popped then
+    for i = 1, #popped, 1000 do
+      redis.call('RPUSH', KEYS[2], unpack(popped, i, math.min(i + 999, #popped)))
+    end
+    for _, id in ipairs(popped) do ids[#ids + 1] = id end
+  end
 end
-return ids
-"""
-# The call of each task, stamped with the time it was taken (only tasks that still exist).
-_READ_AND_STAMP = """
 local calls = {}
-for i, key in ipairs(KEYS) do
-  calls[i] = redis.call('HGET', key, 'data')
-  if calls[i] then redis.call('HSET', key, 'cronq_taken', ARGV[1]) end
+for i, id in ipairs(ids) do
+  local key = ARGV[3] .. id
+  calls[i] = redis.call('HGET', key, 'data') or ''
+  if calls[i] ~= '' then redis.call('HSET', key, 'cronq_taken', ARGV[2]) end
 end
-return calls
+return {ids, calls}
 """
 # Put a gone worker's in-progress tasks back at the head of the queue, in their order.
 _RETURN = """
@@ -118,6 +126,8 @@ class TaskExecutor:
         self.running = 0  # target calls in flight (changed by this loop's thread only)
         self.done_calls = 0  # target calls finished (counted by the pool's threads)
         self._done_lock = threading.Lock()
+        self.take_script = engine.connection.register_script(_TAKE)
+        self.unforgotten = True  # the in-progress list may hold tasks not yet forgotten
 
     def run(self, stopping: threading.Event, *, burst: bool = False) -> None:
         """Work until `stopping` is set (or, in burst mode, until nothing is left to do); then
@@ -155,8 +165,10 @@ class TaskExecutor:
         self.outcome_backlog += self._drain_outcomes()
         events = list(self.outcome_backlog)
         wait = None if events or not block else (_BUSY_WAIT if self.in_flight else _IDLE_WAIT)
-        task_ids = self._take(wait) if take else []
-        events += [event for event in self._read_tasks(task_ids) if event is not None]
+        taken = self._take(wait) if take else []
+        if taken:
+            self.unforgotten = True
+        events += self._events_of(taken)
         if events:
             began = time.perf_counter()
             batch = self.engine.step_many(events, start_due=True)
@@ -164,62 +176,59 @@ class TaskExecutor:
             if (counts := metrics.active()) is not None:
                 counts.batch(self.engine.namespace, len(events), time.perf_counter() - began)
             self._call_targets(events, batch)
-        if task_ids:
-            self._forget(task_ids)
-        return bool(events or task_ids)
+        if taken:
+            self._forget([task_id for task_id, _ in taken])
+            self.unforgotten = False
+        return bool(events or taken)
 
-    def _take(self, wait: float | None) -> list[str]:
-        """Up to a batch of task ids, moved into this worker's in-progress list; with `wait`,
-        block that long for the first one. Tasks left there (a batch that met a Redis error, or
-        a worker restarted under the same name) come first."""
-        connection = self.engine.connection
-        if leftover := connection.lrange(self.wip, 0, -1):
-            return [text(task_id) for task_id in leftover]
-        taken = [text(t) for t in self._take_ready(self.batch)]
+    def _take(self, wait: float | None) -> Taken:
+        """Up to a batch of tasks, moved into this worker's in-progress list; with `wait`, block
+        that long for the first one. Tasks left there (a batch that met an error, or a worker
+        restarted under the same name) come first."""
+        if self.unforgotten:
+            if leftover := self.engine.connection.lrange(self.wip, 0, -1):
+                return self._take_ready(0, [text(task_id) for task_id in leftover])
+            self.unforgotten = False
+        taken = self._take_ready(self.batch)
         if not taken and wait is not None:
             taken = self._take_blocking(wait)
         return self._linger(taken)
 
-    def _take_ready(self, count: int) -> list[bytes]:
-        return self.engine.connection.eval(_TAKE, 2, self.engine.queue.key, self.wip, count) or []
+    def _take_ready(self, count: int, held: Sequence[str] = ()) -> Taken:
+        """`count` tasks from the queue, after those `held` in the in-progress list already."""
+        now = self.engine.clock().timestamp()
+        args: list[str | float] = [count, now, Job.key_for(""), *held]
+        ids, calls = self.take_script(keys=[self.engine.queue.key, self.wip], args=args)
+        return [(text(task_id), call) for task_id, call in zip(ids, calls, strict=True)]
 
-    def _take_blocking(self, wait: float) -> list[str]:
+    def _take_blocking(self, wait: float) -> Taken:
         """Block up to `wait` seconds for a task; then take what else is ready with it."""
         queue_key, connection = self.engine.queue.key, self.engine.connection
         # Redis takes fractional seconds here; redis-py's annotation says int.
         first = connection.blmove(queue_key, self.wip, wait, "LEFT", "RIGHT")  # type: ignore[arg-type]
         if first is None:
             return []
-        return [text(t) for t in [first, *self._take_ready(self.batch - 1)]]
+        return self._take_ready(self.batch - 1, [text(first)])
 
-    def _linger(self, taken: list[str]) -> list[str]:
+    def _linger(self, taken: Taken) -> Taken:
         """A batch of nothing but a few reports waits up to REPORT_LINGER for more tasks: the
         outcomes of RQ jobs trickle in one by one as the users' workers finish them, and a batch
         each would cost a transaction each. It looks again every LINGER_STEP, so a tick or start
         that comes meanwhile waits no longer than that."""
         deadline = time.monotonic() + REPORT_LINGER
-        while taken and len(taken) < self.batch and all(is_report(t) for t in taken):
+        while taken and len(taken) < self.batch and all(is_report(t) for t, _ in taken):
             left = deadline - time.monotonic()
             if left <= 0:
                 break
             time.sleep(min(LINGER_STEP, left))
-            taken += [text(t) for t in self._take_ready(self.batch - len(taken))]
+            taken += self._take_ready(self.batch - len(taken))
         return taken
 
-    def _read_tasks(self, task_ids: list[str]) -> list[tuple[str, Event] | None]:
+    def _events_of(self, taken: Taken) -> list[tuple[str, Event]]:
         """The event each task carries. Only the call is read (not RQ's whole job record): for
-        cronq's tasks that is all there is to know. Each task is stamped as taken, so that the
-        watchdog sees it is in hand and not lost."""
-        if not task_ids:
-            return []
-        keys = [Job.key_for(task_id) for task_id in task_ids]
-        now = self.engine.clock().timestamp()
-        calls = self.engine.connection.eval(_READ_AND_STAMP, len(keys), *keys, now)
-        return [
-            self._event_for(task_id, data)
-            for task_id, data in zip(task_ids, calls, strict=True)
-            if data  # gone: a task removed meanwhile has nothing to do
-        ]
+        cronq's tasks that is all there is to know. A task gone meanwhile has nothing to do."""
+        events = (self._event_for(task_id, call) for task_id, call in taken if call)
+        return [event for event in events if event is not None]
 
     def _event_for(self, task_id: str, data: bytes) -> tuple[str, Event] | None:
         try:

@@ -137,7 +137,7 @@ def test_a_task_a_live_worker_has_in_hand_is_late_not_lost(
     clock.advance(12)  # the tick at 10 s is released late
     release_due(engine)
     in_hand = TaskExecutor(engine, "busy-worker")
-    in_hand._read_tasks(in_hand._take(None))  # taken, stamped, not finished yet
+    in_hand._take(None)  # taken, stamped, not finished yet
     clock.advance(2)  # the tick is past its grace, but was taken within it
     report = sweep(engine, GRACE)
     assert [(r.job_id, r.repair) for r in report.repairs] == [("demo/fast", "slow_tick")]
