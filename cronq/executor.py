@@ -24,6 +24,7 @@ import zlib
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from redis.client import PubSub
 from redis.exceptions import RedisError
 from rq.job import Job
 
@@ -34,6 +35,7 @@ from cronq.presence import WORKER_TTL, present, workers_key
 from cronq.statemachine import Event, Invocation, InvocationStarting
 from cronq.store import text
 from cronq.targets import enqueues
+from cronq.task_queue import wake_channel
 from cronq.tasks import call_targets, event_of
 
 Taken = list[tuple[str, bytes]]  # task ids with their calls (empty: the task is gone)
@@ -45,7 +47,7 @@ log = logging.getLogger("cronq.executor")
 DEFAULT_BATCH = 200
 DEFAULT_THREADS = 16
 _IDLE_WAIT = 1  # seconds a blocking pop waits before the loop looks around again
-REPORT_LINGER, LINGER_STEP = 0.1, 0.01  # seconds: see `TaskExecutor._linger`
+REPORT_LINGER = 0.1  # seconds: see `TaskExecutor._linger`
 _BUSY_WAIT = 0.01  # how often outcomes of running targets are collected while nothing is queued
 _BACKOFF, _MAX_BACKOFF = 0.5, 5.0  # seconds between tries while Redis is unavailable
 
@@ -128,6 +130,7 @@ class TaskExecutor:
         self._done_lock = threading.Lock()
         self.take_script = engine.connection.register_script(_TAKE)
         self.unforgotten = True  # the in-progress list may hold tasks not yet forgotten
+        self.wakeups: PubSub | None = None  # subscribed to the wake channel when first needed
 
     def run(self, stopping: threading.Event, *, burst: bool = False) -> None:
         """Work until `stopping` is set (or, in burst mode, until nothing is left to do); then
@@ -147,6 +150,8 @@ class TaskExecutor:
             if not worked and burst and not self.in_flight:
                 break
         self.pool.shutdown(wait=True)
+        if self.wakeups is not None:
+            self.wakeups.close()
         with contextlib.suppress(RedisError):  # else the watchdog returns what is left
             self.run_once(block=False, take=False)
             self.engine.connection.srem(wips_key(self.engine.namespace), self.wip)
@@ -213,16 +218,31 @@ class TaskExecutor:
     def _linger(self, taken: Taken) -> Taken:
         """A batch of nothing but a few reports waits up to REPORT_LINGER for more tasks: the
         outcomes of RQ jobs trickle in one by one as the users' workers finish them, and a batch
-        each would cost a transaction each. It looks again every LINGER_STEP, so a tick or start
-        that comes meanwhile waits no longer than that."""
+        each would cost a transaction each. A tick or start that comes meanwhile ends the wait
+        at once: its arrival is published (`wake_channel`), and the wait is for that, so it
+        costs no round trips. (A task released by RQ's own scheduler is not published: it waits
+        out the linger.)"""
+        if not self._only_reports(taken):
+            return taken
+        wakeups = self._wakeups()
+        while wakeups.get_message(timeout=0) is not None:  # what was published before now
+            pass
         deadline = time.monotonic() + REPORT_LINGER
-        while taken and len(taken) < self.batch and all(is_report(t) for t, _ in taken):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            time.sleep(min(LINGER_STEP, left))
+        taken += self._take_ready(self.batch - len(taken))  # what came before the subscription
+        while self._only_reports(taken) and (left := deadline - time.monotonic()) > 0:
+            wakeups.get_message(timeout=left)
             taken += self._take_ready(self.batch - len(taken))
         return taken
+
+    def _only_reports(self, taken: Taken) -> bool:
+        return 0 < len(taken) < self.batch and all(is_report(t) for t, _ in taken)
+
+    def _wakeups(self) -> PubSub:
+        if self.wakeups is None:
+            connection = self.engine.connection
+            self.wakeups = connection.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+            self.wakeups.subscribe(wake_channel(self.engine.queue))
+        return self.wakeups
 
     def _events_of(self, taken: Taken) -> list[tuple[str, Event]]:
         """The event each task carries. Only the call is read (not RQ's whole job record): for

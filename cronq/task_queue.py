@@ -18,7 +18,7 @@ from rq.utils import utcformat
 
 from cronq.rq_records import new_record, push, register
 
-__all__ = ["TaskQueue"]
+__all__ = ["TaskQueue", "wake_channel"]
 
 # cronq's own tasks are tiny and idempotent: no results to keep, failures kept a day for people.
 _TASK_OPTIONS: dict[str, Any] = {"result_ttl": 0, "failure_ttl": 86_400}
@@ -41,12 +41,19 @@ _PER_TASK_FIELDS = (
 )
 
 
+def wake_channel(queue: Queue) -> str:
+    """Where the arrival of a tick or start on the queue is published: a worker waiting for more
+    reports to batch (cronq/executor.py) stops waiting at once for a tick or start."""
+    return f"{queue.key}:wake"
+
+
 class TaskQueue:
     """Adds tasks to one RQ queue through a caller's pipeline (inside its MULTI)."""
 
     def __init__(self, queue: Queue) -> None:
         self.queue = queue
         self.scheduled_key: str = ScheduledJobRegistry(queue=queue).key  # type: ignore[no-untyped-call]
+        self.wake_channel = wake_channel(queue)
 
     def register(self, pipe: Pipeline) -> None:
         """Once per transaction that adds tasks."""
@@ -75,6 +82,8 @@ class TaskQueue:
         record["data"] = zlib.compress(self.queue.serializer.dumps((function, None, args, {})))
         if at <= now:
             push(pipe, self.queue, rq_id, record)
+            if kind != "report":
+                pipe.publish(self.wake_channel, kind)
             return
         record["created_at"] = utcformat(rq_now())
         record["status"] = JobStatus.SCHEDULED.value

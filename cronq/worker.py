@@ -35,6 +35,7 @@ from cronq import metrics
 from cronq.engine import Engine
 from cronq.executor import DEFAULT_BATCH, DEFAULT_THREADS, TaskExecutor
 from cronq.presence import WORKER_TTL, beat, workers_key
+from cronq.task_queue import wake_channel
 from cronq.watchdog import Watchdog
 
 __all__ = ["DEFAULT_RELEASE_INTERVAL", "LOCK_TTL", "TickReleaser", "run_worker"]
@@ -91,7 +92,13 @@ class TickReleaser:
         """Move every task that is due into the queue; seconds until the next one is due."""
         now = time.time()
         self.connection.eval(
-            _RELEASE, 2, self.registry_key, self.queue.key, math.floor(now), Job.key_for("")
+            _RELEASE,
+            2,
+            self.registry_key,
+            self.queue.key,
+            math.floor(now),
+            Job.key_for(""),
+            wake_channel(self.queue),
         )
         first = self.connection.zrange(self.registry_key, 0, 0, withscores=True)
         if not first:
@@ -106,6 +113,7 @@ class TickReleaser:
 
 
 # RQ scores scheduled tasks in whole seconds: a task is due once the second it names has begun.
+# Workers waiting for more reports hear of the release (`wake_channel`).
 # Lua's unpack() takes a few thousand values at most: ids go in chunks (10,000 jobs may fire in
 # the same second).
 _RELEASE = """
@@ -116,6 +124,7 @@ for i = 1, #ids, 1000 do
   redis.call('ZREM', KEYS[1], unpack(chunk))
   redis.call('RPUSH', KEYS[2], unpack(chunk))
 end
+if #ids > 0 then redis.call('PUBLISH', ARGV[3], 'tick') end
 return #ids
 """
 

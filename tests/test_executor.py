@@ -7,6 +7,8 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -15,13 +17,15 @@ from rq.job import Job
 
 from cronq import executor
 from cronq.apply import apply_project
-from cronq.engine import Engine, report_outcome
+from cronq.engine import Engine, report_outcome, task_id
 from cronq.executor import TaskExecutor, return_orphaned_tasks, wip_key
 from cronq.presence import WORKER_TTL, beat, workers_key
 from cronq.statemachine import InvocationStatus
+from cronq.worker import TickReleaser
 from tests.fake_engine import TWO_JOBS, Clock, project, release_due
 
 pytest_plugins = ["tests.fake_engine"]
+SUCCEEDED = InvocationStatus.SUCCEEDED
 
 
 def statuses(engine: Engine, job_id: str) -> list[str]:
@@ -157,30 +161,54 @@ def test_a_report_for_an_invocation_that_is_over_changes_nothing(
     assert statuses(engine, "demo/sum") == ["SUCCEEDED"]
 
 
-@pytest.mark.parametrize(
-    ("arriving", "expected"),
-    [
-        ("cronq-r-2", ["cronq-r-1", "cronq-r-2"]),  # reports wait for each other
-        ("cronq-t-2", ["cronq-r-1", "cronq-t-2"]),  # a tick ends the wait
-    ],
-)
+def report_task(engine: Engine, invocation_id: str) -> str:
+    report_outcome(engine.connection, "cronq", "demo/x", invocation_id, SUCCEEDED, None)
+    return task_id("r", "demo/x", invocation_id)
+
+
+def tick_task(engine: Engine) -> str:
+    """A tick enqueued due now, as a step writes it (which publishes its arrival)."""
+    rq_id, now = task_id("t", "demo/x", 7), engine.clock()
+    with engine.connection.pipeline() as pipe:
+        engine.tasks.add(pipe, "tick", ("cronq", "demo/x", 7), rq_id, now, now)
+        pipe.execute()
+    return rq_id
+
+
+def released_tick(engine: Engine) -> str:
+    """A tick the releaser moves from the scheduled registry (which publishes it too)."""
+    rq_id, now = task_id("t", "demo/x", 8), engine.clock()
+    with engine.connection.pipeline() as pipe:
+        engine.tasks.add(pipe, "tick", ("cronq", "demo/x", 8), rq_id, now + timedelta(1), now)
+        pipe.execute()
+    engine.connection.zadd(engine.tasks.scheduled_key, {rq_id: 0})  # due long ago
+    TickReleaser(engine.queue).release_once()
+    return rq_id
+
+
+@pytest.mark.parametrize("arrival", ["report", "tick", "released tick"])
 def test_a_batch_of_reports_lingers_for_more_but_not_a_tick(
-    engine: Engine, monkeypatch: pytest.MonkeyPatch, arriving: str, expected: list[str]
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, arrival: str
 ) -> None:
-    connection, steps, real_sleep = engine.connection, [], time.sleep
-    connection.rpush(engine.queue.key, "cronq-r-1")
-
-    def sleep(seconds: float) -> None:
-        steps.append(seconds)
-        if len(steps) == 1:
-            connection.rpush(engine.queue.key, arriving)
-        real_sleep(seconds)
-
-    monkeypatch.setattr(executor, "REPORT_LINGER", 0.05)
-    monkeypatch.setattr(executor.time, "sleep", sleep)
+    """Reports trickling in wait for each other up to the linger; a tick or start that comes
+    meanwhile (written by a step or released when due) ends the wait at once."""
+    linger = 0.3
+    monkeypatch.setattr(executor, "REPORT_LINGER", linger)
+    first = report_task(engine, "inv-1")
+    arrive: Callable[[], str] = {
+        "report": lambda: report_task(engine, "inv-2"),
+        "tick": lambda: tick_task(engine),
+        "released tick": lambda: released_tick(engine),
+    }[arrival]
+    arrived: list[str] = []
+    timer = threading.Timer(0.05, lambda: arrived.append(arrive()))
+    began = time.monotonic()
+    timer.start()
     taken = TaskExecutor(engine, "w1")._take(None)
-    assert [task_id for task_id, _ in taken] == expected
-    if arriving.startswith("cronq-t-"):
-        assert len(steps) == 1
-    else:  # it waited out the linger, a step at a time
-        assert len(steps) > 1 and sum(steps) == pytest.approx(0.05, abs=0.015)
+    waited = time.monotonic() - began
+    timer.join()
+    assert [task for task, _ in taken] == [first, *arrived]
+    if arrival == "report":
+        assert waited >= linger  # it waited out the linger
+    else:
+        assert waited < linger / 2  # the tick ended it
