@@ -91,7 +91,7 @@ class TickReleaser:
     def release_due(self) -> float:
         """Move every task that is due into the queue; seconds until the next one is due."""
         now = time.time()
-        self.connection.eval(
+        next_due = self.connection.eval(
             _RELEASE,
             2,
             self.registry_key,
@@ -100,10 +100,9 @@ class TickReleaser:
             Job.key_for(""),
             wake_channel(self.queue),
         )
-        first = self.connection.zrange(self.registry_key, 0, 0, withscores=True)
-        if not first:
+        if not next_due:
             return self.release_interval
-        return min(max(float(first[0][1]) - now, _MIN_SLEEP), self.release_interval)
+        return min(max(float(next_due) - now, _MIN_SLEEP), self.release_interval)
 
     def release(self) -> None:
         if self.holding:
@@ -113,7 +112,8 @@ class TickReleaser:
 
 
 # RQ scores scheduled tasks in whole seconds: a task is due once the second it names has begun.
-# Workers waiting for more reports hear of the release (`wake_channel`).
+# Workers waiting for more reports hear of the release (`wake_channel`). Returns the score of the
+# next task to fall due (one round trip a look: a releaser looks ten times a second).
 # Lua's unpack() takes a few thousand values at most: ids go in chunks (10,000 jobs may fire in
 # the same second).
 _RELEASE = """
@@ -125,7 +125,8 @@ for i = 1, #ids, 1000 do
   redis.call('RPUSH', KEYS[2], unpack(chunk))
 end
 if #ids > 0 then redis.call('PUBLISH', ARGV[3], 'tick') end
-return #ids
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return first[2]
 """
 
 
