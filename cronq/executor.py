@@ -144,14 +144,14 @@ class TaskExecutor:
                 failures += 1
                 delay = min(_BACKOFF * 2 ** (failures - 1), _MAX_BACKOFF)
                 log.warning("Redis unavailable (%s); retrying in %.1f s", exc, delay)
+                self._unsubscribe()  # subscribed afresh when next needed
                 stopping.wait(delay)
                 continue
             failures = 0
             if not worked and burst and not self.in_flight:
                 break
         self.pool.shutdown(wait=True)
-        if self.wakeups is not None:
-            self.wakeups.close()
+        self._unsubscribe()
         with contextlib.suppress(RedisError):  # else the watchdog returns what is left
             self.run_once(block=False, take=False)
             self.engine.connection.srem(wips_key(self.engine.namespace), self.wip)
@@ -243,6 +243,12 @@ class TaskExecutor:
             self.wakeups = connection.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
             self.wakeups.subscribe(wake_channel(self.engine.queue))
         return self.wakeups
+
+    def _unsubscribe(self) -> None:
+        if self.wakeups is not None:
+            with contextlib.suppress(RedisError):
+                self.wakeups.close()
+            self.wakeups = None
 
     def _events_of(self, taken: Taken) -> list[tuple[str, Event]]:
         """The event each task carries. Only the call is read (not RQ's whole job record): for
