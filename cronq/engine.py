@@ -427,10 +427,11 @@ def report_outcome(
     """How an asynchronous target (an RQ callback) tells cronq that an invocation ended: a
     `report` task on cronq's queue, written in one round trip. The callback runs in the user's
     RQ worker, where every millisecond delays the user's next job; the step itself is batched
-    with the other tasks by `cronq worker` (or run by any RQ worker, `cronq.tasks.report`)."""
-    args = (namespace, job_id, invocation_id, outcome.value, error)
-    rq_id = task_id("r", job_id, invocation_id)
+    with the other tasks by `cronq worker` (or run by any RQ worker, `cronq.tasks.report`). The
+    report carries the time it was made, which the history keeps as the run's end."""
     now = utcnow()
+    args = (namespace, job_id, invocation_id, outcome.value, error, now.timestamp())
+    rq_id = task_id("r", job_id, invocation_id)
     tasks = Engine.shared(connection, namespace).tasks
     with connection.pipeline() as pipe:
         tasks.register(pipe)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 from redis import Redis
@@ -66,10 +67,20 @@ def report(
     invocation_id: str,
     outcome: str,
     error: str | None,
+    finished_at: float | None = None,
     connection: Redis | None = None,
 ) -> None:
-    done = InvocationDone(invocation_id, InvocationStatus(outcome), error)
+    done = _done(invocation_id, outcome, error, finished_at)
     _step_outcome(_engine(namespace, connection), job_id, done)
+
+
+def _done(invocation_id: str, outcome: str, error: object, finished_at: object) -> InvocationDone:
+    """A report's event. Its end time (epoch seconds) is missing from reports of older cronq."""
+    ended = None
+    if isinstance(finished_at, (int, float)):
+        ended = datetime.fromtimestamp(finished_at, tz=timezone.utc)
+    status = InvocationStatus(outcome)  # ValueError if it is not one
+    return InvocationDone(invocation_id, status, None if error is None else str(error), ended)
 
 
 def _step_outcome(engine: Engine, job_id: str, outcome: Event) -> None:
@@ -92,11 +103,10 @@ def event_of(engine: Engine, function: str, args: tuple[Any, ...]) -> tuple[str,
                 return job_id, TimerTick(nonce)
             case "start", (str(job_id), int(nonce)):
                 return job_id, InvocationStarting(nonce, new_invocation_id(engine.clock()))
-            case "report", (str(job_id), str(invocation_id), str(outcome), error):
-                status = InvocationStatus(outcome)
-                return job_id, InvocationDone(
-                    invocation_id, status, None if error is None else str(error)
-                )
+            case "report", (str(job_id), str(invocation_id), str(outcome), error, *more) if (
+                len(more) <= 1
+            ):
+                return job_id, _done(invocation_id, outcome, error, more[0] if more else None)
     except ValueError:  # not an outcome
         return None
     return None

@@ -8,7 +8,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -20,7 +20,8 @@ from cronq.apply import apply_project
 from cronq.engine import Engine, report_outcome, task_id
 from cronq.executor import TaskExecutor, return_orphaned_tasks, wip_key
 from cronq.presence import WORKER_TTL, beat, workers_key
-from cronq.statemachine import InvocationStatus
+from cronq.statemachine import InvocationDone, InvocationStatus
+from cronq.tasks import event_of
 from cronq.worker import TickReleaser
 from tests.fake_engine import TWO_JOBS, Clock, project, release_due
 
@@ -212,3 +213,15 @@ def test_a_batch_of_reports_lingers_for_more_but_not_a_tick(
         assert waited >= linger  # it waited out the linger
     else:
         assert waited < linger / 2  # the tick ended it
+
+
+def test_reports_are_read_with_their_end_time_and_without_it_from_an_older_cronq(
+    engine: Engine,
+) -> None:
+    report = "cronq.tasks.report"
+    old = event_of(engine, report, ("cronq", "demo/x", "inv-1", "SUCCEEDED", None))
+    assert old == ("demo/x", InvocationDone("inv-1", SUCCEEDED, None, None))
+    new = event_of(engine, report, ("cronq", "demo/x", "inv-1", "FAILED", "boom", 1.5))
+    ended = datetime.fromtimestamp(1.5, tz=timezone.utc)
+    assert new == ("demo/x", InvocationDone("inv-1", InvocationStatus.FAILED, "boom", ended))
+    assert event_of(engine, report, ("cronq", "demo/x", "inv-1", "SUCCEEDED", None, 1, 2)) is None

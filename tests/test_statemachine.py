@@ -629,3 +629,29 @@ def test_a_late_run_that_would_have_overlapped_anyway_still_overruns() -> None:
     job.finish(first, after=1.5)  # virtually 1 s .. 2.5 s
     assert RecordOverrun(T0 + timedelta(seconds=2)) in job.log
     assert job.state.pending[0].scheduled_for == T0 + timedelta(seconds=3)
+
+
+@pytest.mark.parametrize(
+    ("reported", "recorded"),
+    [(3, 3), (9, 5), (-1, 0), (None, 5)],  # seconds after the start; the outcome comes at 5 s
+    ids=["as reported", "not after the step", "not before the start", "the step's time"],
+)
+def test_an_outcome_reported_late_keeps_the_time_the_run_ended(
+    reported: float | None, recorded: float
+) -> None:
+    """An RQ job's outcome reaches the machine in a report task that may wait for a batch: the
+    history keeps the time in the report, within what the job's own record allows."""
+    job = Job(rules("@every 10s"))
+    job.enable()
+    job.tick()
+    invocation_id = job.begin()
+    job.send(InvocationStarted(invocation_id))
+    started = job.now
+    job.advance(5)
+    ended = None if reported is None else started + timedelta(seconds=reported)
+    (record,) = [
+        a
+        for a in job.send(InvocationDone(invocation_id, OK, None, ended))
+        if isinstance(a, RecordInvocation)
+    ]
+    assert record.finished_at == started + timedelta(seconds=recorded)

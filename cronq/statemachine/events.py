@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from cronq.statemachine.model import InvocationStatus
 
@@ -64,6 +64,9 @@ class InvocationDone:
     invocation_id: str
     outcome: InvocationStatus
     error: str | None = None
+    # When it ended, if that was before the event came (an RQ job's outcome is reported by a
+    # task that may wait for a batch); the step's time otherwise.
+    finished_at: datetime | None = None
 
     def __post_init__(self) -> None:
         if self.outcome not in _OUTCOMES:

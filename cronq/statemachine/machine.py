@@ -105,7 +105,7 @@ class _Transition:
             case InvocationStarted(invocation_id=invocation_id):
                 self.on_started(invocation_id)
             case InvocationDone(invocation_id=invocation_id, outcome=outcome, error=error):
-                self.on_done(invocation_id, outcome, error)
+                self.on_done(invocation_id, outcome, error, event.finished_at)
             case TriggerNow():
                 self.on_trigger()
             case Pause(reason=reason):
@@ -284,17 +284,32 @@ class _Transition:
         self.update(active=tuple(running if a is invocation else a for a in self.state.active))
         self.record(running, InvocationStatus.RUNNING)
 
-    def on_done(self, invocation_id: str, outcome: InvocationStatus, error: str | None) -> None:
+    def on_done(
+        self,
+        invocation_id: str,
+        outcome: InvocationStatus,
+        error: str | None,
+        finished_at: datetime | None,
+    ) -> None:
         invocation = self.find_active(invocation_id)
         if invocation is None:
             return  # already ended: aborted, replaced or timed out by the watchdog
-        self.end(invocation, outcome, error)
+        # A reported end time is believed within what the job's own record allows.
+        ended = min(max(finished_at, invocation.started_at), self.now) if finished_at else None
+        self.end(invocation, outcome, error, ended)
         self.after_invocation()
 
-    def end(self, invocation: Invocation, outcome: InvocationStatus, error: str | None) -> None:
+    def end(
+        self,
+        invocation: Invocation,
+        outcome: InvocationStatus,
+        error: str | None,
+        finished_at: datetime | None = None,
+    ) -> None:
+        ended = finished_at or self.now
         self.update(active=tuple(a for a in self.state.active if a is not invocation))
-        self.ended_virtually = invocation.scheduled_for + (self.now - invocation.started_at)
-        self.record(invocation, outcome, finished_at=self.now, error=error)
+        self.ended_virtually = invocation.scheduled_for + (ended - invocation.started_at)
+        self.record(invocation, outcome, finished_at=ended, error=error)
         if outcome in (InvocationStatus.FAILED, InvocationStatus.TIMED_OUT):
             self.retry(invocation)
 
