@@ -21,7 +21,6 @@ from redis.exceptions import WatchError
 from rq import Queue
 
 from cronq import metrics
-from cronq.rq_records import register
 from cronq.state_codec import encode_state
 from cronq.statemachine import (
     AbortInvocation,
@@ -47,7 +46,7 @@ from cronq.statemachine import (
 from cronq.store import HISTORY_LIMIT, HISTORY_TTL, JOB_FIELDS, Keys, StoredJob, parse_job
 from cronq.target_specs import RqTarget
 from cronq.targets.base import InvocationContext
-from cronq.targets.rq import enqueue_in, refusal
+from cronq.targets.rq import enqueue_all, refusal
 from cronq.task_queue import TaskQueue
 
 __all__ = [
@@ -312,14 +311,11 @@ class Engine:
         self, pipe: Pipeline, enqueued: list[tuple[StoredJob, RqTarget, Invocation]]
     ) -> None:
         """The RQ jobs of the invocations `_enqueue_due` took, inside the batch's MULTI."""
-        queues: dict[str, Queue] = {}
-        for job, target, invocation in enqueued:
-            queue = queues.get(target.queue)
-            if queue is None:
-                queue = queues[target.queue] = self._queue(target.queue)
-                register(pipe, queue)
-            context = InvocationContext.of(self.namespace, job.job_id, job.spec, invocation)
-            enqueue_in(pipe, queue, target, context)
+        calls = [
+            (self._queue(t.queue), t, InvocationContext.of(self.namespace, j.job_id, j.spec, i))
+            for j, t, i in enqueued
+        ]
+        enqueue_all(pipe, calls)
 
     def _queue(self, name: str) -> Queue:
         """A users' queue (for `rq` targets), made once."""

@@ -37,8 +37,8 @@ TIMES = {b"created_at", b"enqueued_at"}
 
 def rq_enqueue(queue: Queue, at: datetime) -> None:
     """How RQ enqueues the same task (and how cronq did before TaskQueue)."""
-    options: dict[str, Any] = {"result_ttl": 0, "failure_ttl": 86_400, "job_id": "t-1"}
-    options["description"] = "cronq tick"
+    options: dict[str, Any] = {"result_ttl": 0, "failure_ttl": 86_400}
+    options |= {"job_id": "t-1", "description": "cronq tick"}
     with queue.connection.pipeline() as pipe:
         if at <= NOW:
             queue.enqueue_call("cronq.tasks.tick", args=ARGS, pipeline=pipe, **options)

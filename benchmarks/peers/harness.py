@@ -159,6 +159,11 @@ def stop_measured(processes: list[subprocess.Popen[bytes]]) -> float:
     return cpu
 
 
+def exits(processes: list[subprocess.Popen[bytes]], role: str) -> dict[str, int | None]:
+    """Exit codes of stopped processes, by name."""
+    return {f"{role}-{i}": p.returncode for i, p in enumerate(processes)}
+
+
 def queued(connection: redis.Redis, system: str) -> int:
     """Messages waiting in the consumers' queue (RQ's list; Celery's kombu list for RedBeat)."""
     waiting = connection.llen(f"rq:queue:{QUEUE}")
@@ -570,6 +575,17 @@ class System:
     schedulers: list[subprocess.Popen[bytes]]
     schedulers_cmd: list[list[str]]
 
+    def run_for(self, seconds: float) -> tuple[float, float, dict[str, int | None]]:
+        """Let the schedulers run, then stop them: when, their CPU seconds, their exit codes."""
+        time.sleep(seconds)
+        stopped = time.time()
+        return stopped, stop_measured(self.schedulers), exits(self.schedulers, "scheduler")
+
+    @property
+    def measured_from(self) -> int:
+        """The first fire second of the window: the first fire, after the warm-up."""
+        return max(self.first_fire, math.ceil(self.started + WARMUP))
+
 
 def start_system(args: argparse.Namespace, work: Path, url: str) -> System:
     """The system's setup, then its consumers, then its schedulers."""
@@ -585,18 +601,13 @@ def run_fixed(args: argparse.Namespace) -> dict[str, Any]:
     """Workloads 1 (precision) and 3 (ha)."""
     with server_session(args) as (work, url, connection):
         system = start_system(args, work, url)
-        first_fire, started = system.first_fire, system.started
-        consumers, schedulers = system.consumers, system.schedulers
-        time.sleep(args.duration)
-        stopped = time.time()
-        cpu = stop_measured(schedulers)
+        stopped, cpu, died = system.run_for(args.duration)
         drain(connection, args.system, args.drain_timeout)
-        consumer_cpu = stop_measured(consumers)
-        died = {f"scheduler-{i}": p.returncode for i, p in enumerate(schedulers)}
+        consumer_cpu = stop_measured(system.consumers)
         raw = connection.lrange("peers:runs", 0, -1)
         logs = tails(work)
         statuses = cronq_statuses(connection) if args.system == "cronq" else None
-    first = max(first_fire, math.ceil(started + WARMUP))
+    first = system.measured_from
     last = math.floor(stopped) - 1
     result = figures(raw, job_names(args.jobs), first, last)
     result.update(
@@ -657,7 +668,7 @@ def run_scale(args: argparse.Namespace) -> dict[str, Any]:
         drain(connection, args.system, args.drain_timeout)
         result["queued_after_drain"] = queued(connection, args.system)
         consumer_cpu = stop_measured(consumers)
-        died = {f"scheduler-{i}": p.returncode for i, p in enumerate(schedulers)}
+        died = exits(schedulers, "scheduler")
         raw = connection.lrange("peers:runs", 0, -1)
         runs = parse(raw)
         result["mem_end_per_job_b"] = (used_memory(connection) - empty) / args.jobs
@@ -682,12 +693,7 @@ def run_downtime(args: argparse.Namespace) -> dict[str, Any]:
     """Workload 4: up, every scheduler process stopped for --down s, up again."""
     with server_session(args) as (work, url, connection):
         system = start_system(args, work, url)
-        first_fire, started = system.first_fire, system.started
-        consumers, schedulers = system.consumers, system.schedulers
-        time.sleep(args.up)
-        stopped = time.time()
-        cpu = stop_measured(schedulers)
-        died = {f"scheduler-{i}": p.returncode for i, p in enumerate(schedulers)}
+        stopped, cpu, died = system.run_for(args.up)
         sleep_until(stopped + args.down)
         args.env["PEERS_RESTART"] = "1"
         restarted = time.time()
@@ -695,15 +701,15 @@ def run_downtime(args: argparse.Namespace) -> dict[str, Any]:
         time.sleep(args.after)
         ended = time.time()
         cpu += stop_measured(schedulers)
-        died.update({f"restarted-{i}": p.returncode for i, p in enumerate(schedulers)})
+        died.update(exits(schedulers, "restarted"))
         drain(connection, args.system, args.drain_timeout)
-        consumer_cpu = stop_measured(consumers)
+        consumer_cpu = stop_measured(system.consumers)
         raw = connection.lrange("peers:runs", 0, -1)
         runs = parse(raw)
         logs = tails(work)
     back = math.ceil(restarted)
     window = {
-        "before": [max(first_fire, math.ceil(started + WARMUP)), math.floor(stopped) - 1],
+        "before": [system.measured_from, math.floor(stopped) - 1],
         "down": [math.ceil(stopped), back - 1],
         "startup": [back, back + round(WARMUP) - 1],
         "after": [back + round(WARMUP), math.floor(ended) - 1],

@@ -33,6 +33,7 @@ __all__ = [
     "ALLOWED_MODULES_ENV",
     "RqInvoker",
     "allowed",
+    "enqueue_all",
     "enqueue_in",
     "enqueue_many",
     "on_failure",
@@ -155,11 +156,8 @@ def _enqueue_once(
         pipe.watch(*keys)  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
         existing = [bool(found) for found in pipe.eval(_EXISTING, len(keys), *keys)]
         pipe.multi()
-        for queue in queues.values():
-            register(pipe, queue)
-        for (spec, context), exists in zip(calls, existing, strict=True):
-            if not exists:
-                enqueue_in(pipe, queues[spec.queue], spec, context)
+        fresh = zip(calls, existing, strict=True)
+        enqueue_all(pipe, [(queues[s.queue], s, c) for (s, c), exists in fresh if not exists])
         try:
             pipe.execute()
         except redis.WatchError:
@@ -167,6 +165,17 @@ def _enqueue_once(
                 return [False]  # a concurrent start enqueued it first
             return [fresh for call in calls for fresh in _enqueue_once(connection, [call])]
     return [not exists for exists in existing]
+
+
+def enqueue_all(
+    pipe: redis.client.Pipeline, calls: Sequence[tuple[Queue, RqTarget, InvocationContext]]
+) -> None:
+    """The RQ jobs of these invocations through `pipe` (inside a MULTI), each queue listed
+    once."""
+    for queue in {queue.name: queue for queue, _, _ in calls}.values():
+        register(pipe, queue)
+    for queue, spec, context in calls:
+        enqueue_in(pipe, queue, spec, context)
 
 
 def enqueue_in(
