@@ -27,6 +27,7 @@ from cronq.errors import JobExists
 from cronq.loader import LoadedProject
 from cronq.statemachine import Enable, Event, JobState, Phase, SpecChanged, step
 from cronq.store import JOB_FIELDS, ORIGIN_API, StoredJob, load_job, parse_job
+from cronq.writes import Writes
 
 __all__ = [
     "Change",
@@ -100,8 +101,10 @@ def apply_project(engine: Engine, project: LoadedProject, *, dry_run: bool = Fal
                 plan = _plan(project, declared, stored, existing)
                 if dry_run or not plan.changes:
                     return plan
+                writes = Writes()
+                _write(engine, writes, project, declared, stored, plan)
                 pipe.multi()
-                _write(engine, pipe, project, declared, stored, plan)
+                writes.send(pipe)
                 pipe.execute()
                 return replace(plan, applied=True)
             except WatchError:
@@ -161,7 +164,7 @@ def _changed_fields(old: JobSpec, new: JobSpec) -> tuple[str, ...]:
 
 def _write(
     engine: Engine,
-    pipe: Pipeline,
+    writes: Writes,
     project: LoadedProject,
     declared: dict[str, JobSpec],
     stored: dict[str, StoredJob],
@@ -170,30 +173,30 @@ def _write(
     now = engine.clock()
     for change in plan.changes:
         if change.op == "-":
-            _remove_job(engine, pipe, project.name, change.job_id)
+            _remove_job(engine, writes, project.name, change.job_id)
         else:
             spec, old = declared[change.job_id], stored.get(change.job_id)
-            _put_job(engine, pipe, project.name, spec, old, project.file, now)
+            _put_job(engine, writes, project.name, spec, old, project.file, now)
     revision = {
         "digest": _digest(declared),
         "file": project.file,
         "applied_at": now.isoformat(),
         "jobs": len(declared),
     }
-    pipe.hset(engine.keys.projects, project.name, json.dumps(revision))
+    writes.hset(engine.keys.projects, {project.name: json.dumps(revision)})
 
 
 def _put_job(
     engine: Engine,
-    pipe: Pipeline,
+    writes: Writes,
     project: str,
     spec: JobSpec,
     old: StoredJob | None,
     origin: str,
     now: datetime,
 ) -> None:
-    """Queue, inside MULTI, the writes that make `spec` the job: enable a new one, tell an
-    existing one its spec changed."""
+    """The writes that make `spec` the job: enable a new one, tell an existing one its spec
+    changed."""
     keys = engine.keys
     job_id = spec.job_id(project)
     # A finished job whose definition changes is a new job: FINISHED itself stays final.
@@ -216,22 +219,22 @@ def _put_job(
         "origin": origin,
     }
     # Empty fields are left out, not stored empty: each costs some 50 bytes per job in Redis.
-    pipe.hset(keys.job(job_id), mapping={name: v for name, v in fields.items() if v})
+    writes.hset(keys.job(job_id), mapping={name: v for name, v in fields.items() if v})
     if empty := [name for name, value in fields.items() if not value]:
-        pipe.hdel(keys.job(job_id), *empty)
-    pipe.sadd(keys.project_names, project)
-    pipe.sadd(keys.project(project), job_id)
+        writes.hdel(keys.job(job_id), *empty)
+    writes.sadd(keys.project_names, project)
+    writes.sadd(keys.project(project), job_id)
     event: Event = Enable() if fresh else SpecChanged()
     state, actions = step(job.state, event, engine.world(now, job.rules))
-    engine.write(pipe, job, state, actions, now)
+    engine.write(writes, job, state, actions, now)
 
 
-def _remove_job(engine: Engine, pipe: Pipeline, project: str, job_id: str) -> None:
-    """Queue, inside MULTI, the removal of a job; its history stays until its TTL ends it."""
+def _remove_job(engine: Engine, writes: Writes, project: str, job_id: str) -> None:
+    """The removal of a job; its history stays until its TTL ends it."""
     keys = engine.keys
-    pipe.delete(keys.job(job_id))
-    pipe.zrem(keys.watchdog, job_id)
-    pipe.srem(keys.project(project), job_id)
+    writes.delete(keys.job(job_id))
+    writes.zrem(keys.watchdog, job_id)
+    writes.srem(keys.project(project), job_id)
 
 
 def put_job(
@@ -253,8 +256,10 @@ def put_job(
             raise JobExists(job_id)
         change = _job_change(job_id, spec, old, origin)
         if change is not None:
+            writes = Writes()
+            _put_job(engine, writes, project, spec, old, origin, engine.clock())
             pipe.multi()
-            _put_job(engine, pipe, project, spec, old, origin, engine.clock())
+            writes.send(pipe)
         return change
 
     return _transaction(engine, job_id, write)
@@ -268,8 +273,10 @@ def delete_job(engine: Engine, job_id: str) -> StoredJob | None:
     def remove(pipe: Pipeline) -> StoredJob | None:
         job = load_job(pipe, engine.keys, job_id)
         if job is not None:
+            writes = Writes()
+            _remove_job(engine, writes, job.project, job_id)
             pipe.multi()
-            _remove_job(engine, pipe, job.project, job_id)
+            writes.send(pipe)
         return job
 
     return _transaction(engine, job_id, remove)

@@ -16,7 +16,6 @@ from datetime import datetime, timezone
 from typing import Any
 
 from redis import Redis
-from redis.client import Pipeline
 from redis.exceptions import WatchError
 from rq import Queue
 
@@ -48,6 +47,7 @@ from cronq.target_specs import RqTarget
 from cronq.targets.base import InvocationContext
 from cronq.targets.rq import enqueue_all, refusal
 from cronq.task_queue import TaskQueue
+from cronq.writes import Writes
 
 __all__ = [
     "Batch",
@@ -212,11 +212,13 @@ class Engine:
                 now = self.clock()
                 batch, writes = self._fold(items, jobs, now, start_due)
                 if writes:
-                    pipe.multi()
-                    self.tasks.register(pipe)
+                    commands = Writes()
+                    self.tasks.register(commands)
                     for job, state, actions in writes:
-                        self.write(pipe, job, state, actions, now)
-                    self.enqueue_targets(pipe, batch.enqueued)
+                        self.write(commands, job, state, actions, now)
+                    self.enqueue_targets(commands, batch.enqueued)
+                    pipe.multi()
+                    commands.send(pipe)
                     pipe.execute()
             except WatchError:
                 return None
@@ -308,14 +310,14 @@ class Engine:
         return step(state, InvocationStarted(invocation_id), world)
 
     def enqueue_targets(
-        self, pipe: Pipeline, enqueued: list[tuple[StoredJob, RqTarget, Invocation]]
+        self, writes: Writes, enqueued: list[tuple[StoredJob, RqTarget, Invocation]]
     ) -> None:
-        """The RQ jobs of the invocations `_enqueue_due` took, inside the batch's MULTI."""
+        """The RQ jobs of the invocations `_enqueue_due` took, with the batch's writes."""
         calls = [
             (self._queue(t.queue), t, InvocationContext.of(self.namespace, j.job_id, j.spec, i))
             for j, t, i in enqueued
         ]
-        enqueue_all(pipe, calls)
+        enqueue_all(writes, calls)
 
     def _queue(self, name: str) -> Queue:
         """A users' queue (for `rq` targets), made once."""
@@ -329,54 +331,54 @@ class Engine:
 
     def write(
         self,
-        pipe: Pipeline,
+        writes: Writes,
         job: StoredJob,
         state: JobState,
         actions: tuple[Action, ...],
         now: datetime,
     ) -> None:
-        """Queue, inside MULTI, every write of one step: state, watchdog index, tasks, history."""
+        """Every write of one step: state, watchdog index, tasks, history."""
         job_id = job.job_id
-        pipe.hset(
+        writes.hset(
             self.keys.job(job_id),
             mapping={"state": encode_state(state), "version": job.version + 1},
         )
         if state.watchdog_at is None:
-            pipe.zrem(self.keys.watchdog, job_id)
+            writes.zrem(self.keys.watchdog, job_id)
         else:
-            pipe.zadd(self.keys.watchdog, {job_id: state.watchdog_at.timestamp()})
+            writes.zadd(self.keys.watchdog, {job_id: state.watchdog_at.timestamp()})
         for action in actions:
             match action:
                 case TickLater(at=at, nonce=nonce):
-                    self.enqueue(pipe, "tick", job_id, nonce, at, now)
+                    self.enqueue(writes, "tick", job_id, nonce, at, now)
                 case StartInvocation(at=at, nonce=nonce):
-                    self.enqueue(pipe, "start", job_id, nonce, at, now)
+                    self.enqueue(writes, "start", job_id, nonce, at, now)
                 case RecordInvocation() if action.status.final:
-                    self.record(pipe, job_id, _invocation_entry(job_id, action))
+                    self.record(writes, job_id, _invocation_entry(job_id, action))
                 case RecordOverrun(scheduled_for=scheduled_for):
                     entry = _tick_entry(job_id, scheduled_for, InvocationStatus.OVERRUN)
-                    self.record(pipe, job_id, entry)
+                    self.record(writes, job_id, entry)
                 case RecordSkip(scheduled_for=scheduled_for, reason=reason, count=count):
                     entry = _tick_entry(job_id, scheduled_for, InvocationStatus.SKIPPED)
-                    self.record(pipe, job_id, {**entry, "error": reason, "count": count})
+                    self.record(writes, job_id, {**entry, "error": reason, "count": count})
                 case WatchdogReport(repair=repair):
-                    pipe.hincrby(self.keys.stats, f"watchdog:{repair.value}", 1)
+                    writes.hincrby(self.keys.stats, f"watchdog:{repair.value}", 1)
                     stamp = now.timestamp()
-                    pipe.zadd(self.keys.repairs, {f"{stamp}:{job_id}:{repair.value}": stamp})
-                    pipe.zremrangebyscore(self.keys.repairs, "-inf", stamp - REPAIR_LOG_SECONDS)
+                    writes.zadd(self.keys.repairs, {f"{stamp}:{job_id}:{repair.value}": stamp})
+                    writes.zremrangebyscore(self.keys.repairs, "-inf", stamp - REPAIR_LOG_SECONDS)
 
     def enqueue(
-        self, pipe: Pipeline, kind: str, job_id: str, nonce: int, at: datetime, now: datetime
+        self, writes: Writes, kind: str, job_id: str, nonce: int, at: datetime, now: datetime
     ) -> None:
-        """A TickLater or StartInvocation task, through the transaction's pipeline."""
+        """A TickLater or StartInvocation task, with the transaction's writes."""
         rq_id = task_id(kind[0], job_id, nonce)
-        self.tasks.add(pipe, kind, (self.namespace, job_id, nonce), rq_id, at, now)
+        self.tasks.add(writes, kind, (self.namespace, job_id, nonce), rq_id, at, now)
 
-    def record(self, pipe: Pipeline, job_id: str, entry: dict[str, Any]) -> None:
+    def record(self, writes: Writes, job_id: str, entry: dict[str, Any]) -> None:
         key = self.keys.history(job_id)
-        pipe.lpush(key, json.dumps(entry, separators=(",", ":")))
-        pipe.ltrim(key, 0, HISTORY_LIMIT - 1)
-        pipe.expire(key, HISTORY_TTL)
+        writes.lpush(key, json.dumps(entry, separators=(",", ":")))
+        writes.ltrim(key, 0, HISTORY_LIMIT - 1)
+        writes.expire(key, HISTORY_TTL)
 
     def after_commit(self, job: StoredJob, actions: tuple[Action, ...]) -> None:
         """External calls, metrics and logs come after the state that asked for them is
@@ -429,10 +431,10 @@ def report_outcome(
     args = (namespace, job_id, invocation_id, outcome.value, error, now.timestamp())
     rq_id = task_id("r", job_id, invocation_id)
     tasks = Engine.shared(connection, namespace).tasks
-    with connection.pipeline() as pipe:
-        tasks.register(pipe)
-        tasks.add(pipe, "report", args, rq_id, now, now)
-        pipe.execute()
+    writes = Writes()
+    tasks.register(writes)
+    tasks.add(writes, "report", args, rq_id, now, now)
+    writes.send(connection)
 
 
 def _log_history(job_id: str, actions: tuple[Action, ...]) -> None:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 
-from redis.client import Pipeline
 from redis.typing import EncodableT, FieldT
 from rq import Queue
 from rq.job import Job, JobStatus
 from rq.utils import now, utcformat
+
+from cronq.writes import Writes
 
 __all__ = ["Record", "new_record", "push", "register"]
 
@@ -36,15 +37,15 @@ def new_record(
     return dict(template)
 
 
-def push(pipe: Pipeline, queue: Queue, rq_id: str, record: Record) -> None:
+def push(writes: Writes, queue: Queue, rq_id: str, record: Record) -> None:
     """Save a record as queued and push it onto its queue, as RQ's enqueue does (its `created_at`
     and `enqueued_at` are now). The caller lists the queue (`register`) once per transaction."""
     record["created_at"] = record["enqueued_at"] = utcformat(now())
     record["status"] = JobStatus.QUEUED.value
-    pipe.hset(Job.key_for(rq_id), mapping=record)
-    pipe.rpush(queue.key, rq_id)
+    writes.hset(Job.key_for(rq_id), mapping=record)
+    writes.rpush(queue.key, rq_id)
 
 
-def register(pipe: Pipeline, queue: Queue) -> None:
+def register(writes: Writes, queue: Queue) -> None:
     """List the queue where RQ's workers and tools look for queues."""
-    pipe.sadd(queue.redis_queues_keys, queue.key)
+    writes.sadd(queue.redis_queues_keys, queue.key)

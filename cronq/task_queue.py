@@ -9,7 +9,6 @@ import zlib
 from datetime import datetime
 from typing import Any
 
-from redis.client import Pipeline
 from rq import Queue
 from rq.job import Job, JobStatus
 from rq.registry import ScheduledJobRegistry
@@ -17,6 +16,7 @@ from rq.utils import now as rq_now
 from rq.utils import utcformat
 
 from cronq.rq_records import new_record, push, register
+from cronq.writes import Writes
 
 __all__ = ["TaskQueue", "wake_channel"]
 
@@ -48,20 +48,20 @@ def wake_channel(queue: Queue) -> str:
 
 
 class TaskQueue:
-    """Adds tasks to one RQ queue through a caller's pipeline (inside its MULTI)."""
+    """Adds tasks to one RQ queue with the writes of a caller's transaction."""
 
     def __init__(self, queue: Queue) -> None:
         self.queue = queue
         self.scheduled_key: str = ScheduledJobRegistry(queue=queue).key  # type: ignore[no-untyped-call]
         self.wake_channel = wake_channel(queue)
 
-    def register(self, pipe: Pipeline) -> None:
+    def register(self, writes: Writes) -> None:
         """Once per transaction that adds tasks."""
-        register(pipe, self.queue)
+        register(writes, self.queue)
 
     def add(
         self,
-        pipe: Pipeline,
+        writes: Writes,
         kind: str,
         args: tuple[Any, ...],
         rq_id: str,
@@ -81,11 +81,11 @@ class TaskQueue:
         )
         record["data"] = zlib.compress(self.queue.serializer.dumps((function, None, args, {})))
         if at <= now:
-            push(pipe, self.queue, rq_id, record)
+            push(writes, self.queue, rq_id, record)
             if kind != "report":
-                pipe.publish(self.wake_channel, kind)
+                writes.publish(self.wake_channel, kind)
             return
         record["created_at"] = utcformat(rq_now())
         record["status"] = JobStatus.SCHEDULED.value
-        pipe.hset(Job.key_for(rq_id), mapping=record)
-        pipe.zadd(self.scheduled_key, {rq_id: math.ceil(at.timestamp())})
+        writes.hset(Job.key_for(rq_id), mapping=record)
+        writes.zadd(self.scheduled_key, {rq_id: math.ceil(at.timestamp())})

@@ -23,6 +23,7 @@ from cronq.presence import WORKER_TTL, beat, workers_key
 from cronq.statemachine import InvocationDone, InvocationStatus
 from cronq.tasks import event_of
 from cronq.worker import TickReleaser
+from cronq.writes import Writes
 from tests.fake_engine import TWO_JOBS, Clock, project, release_due
 
 pytest_plugins = ["tests.fake_engine"]
@@ -170,18 +171,18 @@ def report_task(engine: Engine, invocation_id: str) -> str:
 def tick_task(engine: Engine) -> str:
     """A tick enqueued due now, as a step writes it (which publishes its arrival)."""
     rq_id, now = task_id("t", "demo/x", 7), engine.clock()
-    with engine.connection.pipeline() as pipe:
-        engine.tasks.add(pipe, "tick", ("cronq", "demo/x", 7), rq_id, now, now)
-        pipe.execute()
+    writes = Writes()
+    engine.tasks.add(writes, "tick", ("cronq", "demo/x", 7), rq_id, now, now)
+    writes.send(engine.connection)
     return rq_id
 
 
 def released_tick(engine: Engine) -> str:
     """A tick the releaser moves from the scheduled registry (which publishes it too)."""
     rq_id, now = task_id("t", "demo/x", 8), engine.clock()
-    with engine.connection.pipeline() as pipe:
-        engine.tasks.add(pipe, "tick", ("cronq", "demo/x", 8), rq_id, now + timedelta(1), now)
-        pipe.execute()
+    writes = Writes()
+    engine.tasks.add(writes, "tick", ("cronq", "demo/x", 8), rq_id, now + timedelta(1), now)
+    writes.send(engine.connection)
     engine.connection.zadd(engine.tasks.scheduled_key, {rq_id: 0})  # due long ago
     TickReleaser(engine.queue).release_once()
     return rq_id

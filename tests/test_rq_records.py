@@ -19,6 +19,7 @@ from cronq.target_specs import RqTarget
 from cronq.targets.base import InvocationContext
 from cronq.targets.rq import enqueue_in, on_failure, on_stopped, on_success, rq_job_id
 from cronq.task_queue import TaskQueue
+from cronq.writes import Writes
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, 250_000, tzinfo=timezone.utc)
 ARGS = ("cronq", "demo/job", 123456789)
@@ -49,10 +50,10 @@ def rq_enqueue(queue: Queue, at: datetime) -> None:
 
 def cronq_enqueue(queue: Queue, at: datetime) -> None:
     tasks = TaskQueue(queue)
-    with queue.connection.pipeline() as pipe:
-        tasks.register(pipe)
-        tasks.add(pipe, "tick", ARGS, "t-1", at, NOW)
-        pipe.execute()
+    writes = Writes()
+    tasks.register(writes)
+    tasks.add(writes, "tick", ARGS, "t-1", at, NOW)
+    writes.send(queue.connection)
 
 
 def written(queue: Queue, rq_id: str = "t-1") -> dict[str, Any]:
@@ -123,10 +124,10 @@ def test_a_users_rq_job_is_what_rq_writes() -> None:
     by_rq, by_cronq = (Queue("reports", connection=fakeredis.FakeRedis()) for _ in range(2))
     ctx = context()
     rq_id = rq_job_id(ctx.invocation_id)
-    with by_cronq.connection.pipeline() as pipe:
-        register(pipe, by_cronq)
-        enqueue_in(pipe, by_cronq, SPEC, ctx)
-        pipe.execute()
+    writes = Writes()
+    register(writes, by_cronq)
+    enqueue_in(writes, by_cronq, SPEC, ctx)
+    writes.send(by_cronq.connection)
     meta = Job.fetch(rq_id, connection=by_cronq.connection).meta
     assert meta["cronq"]["invocation_id"] == ctx.invocation_id and meta["cronq"]["attempt"] == 2
     by_rq.enqueue_call(  # what enqueue_in did through RQ before it wrote records itself

@@ -32,7 +32,10 @@ Run it with the peers' own virtualenv (see README.md here). Per run:
    fire time; lag = start - intended, of the first run; enqueue lag = that run's RQ `enqueued_at`
    - intended (RQ-based systems only). CPU seconds (utime+stime, from /proc) of the scheduler
    processes and of the consumer processes, each with their descendants, read just before they
-   are stopped. --json also keeps the raw records (`raw`, scale and downtime) for re-analysis.
+   are stopped; and of the Redis server (precision, ha: from the schedulers' start to the end
+   of the drain; scale: from the consumers' start to the end of the last drain), which serves
+   the consumers too, and where a system's Lua scripts run. --json also keeps the raw records
+   (`raw`, scale and downtime) for re-analysis.
 
 Workloads:
 
@@ -150,6 +153,12 @@ def spawn_all(
     processes = [spawn(c, env, work / f"{role}-{i}.log", work) for i, c in enumerate(commands)]
     SPAWNED.extend(processes)
     return processes
+
+
+def redis_cpu(args: argparse.Namespace) -> float:
+    """CPU seconds the run's Redis server has used: a system can spare its own processes work
+    by handing it to the server (Lua), so both are reported."""
+    return procstat.cpu_seconds(args.redis_pid)
 
 
 def stop_measured(processes: list[subprocess.Popen[bytes]]) -> float:
@@ -549,6 +558,7 @@ def server_session(args: argparse.Namespace) -> Iterator[tuple[Path, str, redis.
         work = Path(tmp)
         server = RedisServer(work / "redis")
         server.start()
+        args.redis_pid = server.pid  # its CPU is measured too (`redis_cpu`)
         try:
             url = server.url
             args.env = {
@@ -601,9 +611,11 @@ def run_fixed(args: argparse.Namespace) -> dict[str, Any]:
     """Workloads 1 (precision) and 3 (ha)."""
     with server_session(args) as (work, url, connection):
         system = start_system(args, work, url)
+        redis_began = redis_cpu(args)
         stopped, cpu, died = system.run_for(args.duration)
         drain(connection, args.system, args.drain_timeout)
         consumer_cpu = stop_measured(system.consumers)
+        redis_used = redis_cpu(args) - redis_began
         raw = connection.lrange("peers:runs", 0, -1)
         logs = tails(work)
         statuses = cronq_statuses(connection) if args.system == "cronq" else None
@@ -613,8 +625,8 @@ def run_fixed(args: argparse.Namespace) -> dict[str, Any]:
     result.update(
         system=args.system, workload=args.workload, jobs=args.jobs, duration=args.duration,
         schedulers=args.schedulers, consumers=args.rq_workers, window=[first, last],
-        scheduler_cpu_s=cpu, consumer_cpu_s=consumer_cpu, scheduler_exit=died, logs=logs,
-        cronq_history=statuses,
+        scheduler_cpu_s=cpu, consumer_cpu_s=consumer_cpu, redis_cpu_s=redis_used,
+        scheduler_exit=died, logs=logs, cronq_history=statuses,
     )  # fmt: skip
     return result
 
@@ -660,6 +672,7 @@ def run_scale(args: argparse.Namespace) -> dict[str, Any]:
             result.update(failed=str(exc), setup_s=time.monotonic() - began, logs=tails(work))
             return result
         consumers = spawn_all(consumers_cmd, args.env, work, "consumer")
+        redis_began = redis_cpu(args)
         drain(connection, args.system, args.drain_timeout)  # runs of a minute before the window
         first_minute = math.ceil((time.time() + WARMUP) / 60) * 60
         minutes = [first_minute + 60 * k for k in range(minutes_wanted)]
@@ -668,6 +681,7 @@ def run_scale(args: argparse.Namespace) -> dict[str, Any]:
         drain(connection, args.system, args.drain_timeout)
         result["queued_after_drain"] = queued(connection, args.system)
         consumer_cpu = stop_measured(consumers)
+        result["redis_cpu_s"] = redis_cpu(args) - redis_began
         died = exits(schedulers, "scheduler")
         raw = connection.lrange("peers:runs", 0, -1)
         runs = parse(raw)

@@ -28,6 +28,7 @@ from cronq.rq_records import new_record, push, register
 from cronq.statemachine import InvocationStatus
 from cronq.target_specs import RqTarget
 from cronq.targets.base import Accepted, Finished, InvocationContext, bounded, describe_error
+from cronq.writes import Writes
 
 __all__ = [
     "ALLOWED_MODULES_ENV",
@@ -155,9 +156,11 @@ def _enqueue_once(
     with connection.pipeline() as pipe:
         pipe.watch(*keys)  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
         existing = [bool(found) for found in pipe.eval(_EXISTING, len(keys), *keys)]
-        pipe.multi()
         fresh = zip(calls, existing, strict=True)
-        enqueue_all(pipe, [(queues[s.queue], s, c) for (s, c), exists in fresh if not exists])
+        writes = Writes()
+        enqueue_all(writes, [(queues[s.queue], s, c) for (s, c), exists in fresh if not exists])
+        pipe.multi()
+        writes.send(pipe)
         try:
             pipe.execute()
         except redis.WatchError:
@@ -167,21 +170,16 @@ def _enqueue_once(
     return [not exists for exists in existing]
 
 
-def enqueue_all(
-    pipe: redis.client.Pipeline, calls: Sequence[tuple[Queue, RqTarget, InvocationContext]]
-) -> None:
-    """The RQ jobs of these invocations through `pipe` (inside a MULTI), each queue listed
-    once."""
+def enqueue_all(writes: Writes, calls: Sequence[tuple[Queue, RqTarget, InvocationContext]]) -> None:
+    """The RQ jobs of these invocations, with a transaction's writes, each queue listed once."""
     for queue in {queue.name: queue for queue, _, _ in calls}.values():
-        register(pipe, queue)
+        register(writes, queue)
     for queue, spec, context in calls:
-        enqueue_in(pipe, queue, spec, context)
+        enqueue_in(writes, queue, spec, context)
 
 
-def enqueue_in(
-    pipe: redis.client.Pipeline, queue: Queue, spec: RqTarget, context: InvocationContext
-) -> None:
-    """The RQ job of an invocation, through `pipe` (inside a MULTI: the caller commits it, and
+def enqueue_in(writes: Writes, queue: Queue, spec: RqTarget, context: InvocationContext) -> None:
+    """The RQ job of an invocation, with a transaction's writes (the caller commits them, and
     lists the queue with `rq_records.register`). What `queue.enqueue_call` with these options
     would write (tests/test_rq_records.py), from a record RQ builds once per queue."""
     seconds = max(1, math.ceil(context.seconds_left()))  # > 0 was checked a moment ago
@@ -193,8 +191,8 @@ def enqueue_in(
     record["meta"] = queue.serializer.dumps({"cronq": _meta(context)})
     # Not started by the deadline: RQ drops it rather than run it late.
     record["timeout"] = record["ttl"] = seconds
-    push(pipe, queue, rq_id, record)
-    pipe.expire(Job.key_for(rq_id), seconds)
+    push(writes, queue, rq_id, record)
+    writes.expire(Job.key_for(rq_id), seconds)
 
 
 # What each invocation's RQ job sets itself; the rest is the same for every job of a queue.
