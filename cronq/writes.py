@@ -20,6 +20,8 @@ from redis.typing import EncodableT, FieldT, KeyT
 __all__ = ["Writes"]
 
 # ARGV is a run of commands, each its argument count followed by the command and its arguments.
+# One command's arguments must fit Lua's stack for unpack() (some 8,000; cronq's have at most
+# about 50). The keys are not declared in KEYS: one server holds them all, as RQ requires too.
 _RUN = """
 local i = 1
 while i <= #ARGV do
