@@ -455,9 +455,10 @@ def test_killed_workers_cause_no_duplicate_runs(cronq: Cronq) -> None:
         recent = runs_since(cronq, job_ids, last_kill + 2)
         return recent if recent | stuck() == set(job_ids) else set()
 
-    # 15 s timed out in about 1 run of 20, when a kill fell just before a killed releaser's lock
-    # expired; every time, each job was firing or stuck a moment after (why it took that long
-    # is not known: the message below says how the jobs stand when the wait gives up).
+    # 15 s timed out in 2 runs of about 45, each time with a kill just before a killed
+    # releaser's lock expired; the one time it was looked at, every job was firing or stuck a
+    # moment later. Why recovery took that long is not known: the message below says how the
+    # jobs stand when the wait gives up.
     try:
         fired = wait_until(
             firing, timeout=30, interval=0.5, what=f"every job not hit to keep firing ({context})"
