@@ -103,8 +103,7 @@ def apply_project(engine: Engine, project: LoadedProject, *, dry_run: bool = Fal
                     return plan
                 writes = Writes()
                 _write(engine, writes, project, declared, stored, plan)
-                pipe.multi()
-                writes.send(pipe)
+                writes.commit_in(pipe)
                 pipe.execute()
                 return replace(plan, applied=True)
             except WatchError:
@@ -258,8 +257,7 @@ def put_job(
         if change is not None:
             writes = Writes()
             _put_job(engine, writes, project, spec, old, origin, engine.clock())
-            pipe.multi()
-            writes.send(pipe)
+            writes.commit_in(pipe)
         return change
 
     return _transaction(engine, job_id, write)
@@ -275,8 +273,7 @@ def delete_job(engine: Engine, job_id: str) -> StoredJob | None:
         if job is not None:
             writes = Writes()
             _remove_job(engine, writes, job.project, job_id)
-            pipe.multi()
-            writes.send(pipe)
+            writes.commit_in(pipe)
         return job
 
     return _transaction(engine, job_id, remove)

@@ -210,19 +210,18 @@ class Engine:
                     for job_id, row in zip(job_ids, rows, strict=True)
                 }
                 now = self.clock()
-                batch, writes = self._fold(items, jobs, now, start_due)
-                if writes:
-                    commands = Writes()
-                    self.tasks.register(commands)
-                    for job, state, actions in writes:
-                        self.write(commands, job, state, actions, now)
-                    self.enqueue_targets(commands, batch.enqueued)
-                    pipe.multi()
-                    commands.send(pipe)
+                batch, changed = self._fold(items, jobs, now, start_due)
+                if changed:
+                    writes = Writes()
+                    self.tasks.register(writes)
+                    for job, state, actions in changed:
+                        self.write(writes, job, state, actions, now)
+                    self.enqueue_targets(writes, batch.enqueued)
+                    writes.commit_in(pipe)
                     pipe.execute()
             except WatchError:
                 return None
-        for job, _, actions in writes:
+        for job, _, actions in changed:
             self.after_commit(job, actions)
         return batch
 

@@ -46,6 +46,12 @@ class Writes:
         if self.args:
             client.eval(_RUN, 0, *self.args)
 
+    def commit_in(self, pipe: Pipeline) -> None:
+        """End the reads of a WATCHing pipeline: its MULTI, with the writes in it; the caller's
+        EXEC commits them unless a watched key changed."""
+        pipe.multi()
+        self.send(pipe)
+
     def _command(self, *args: EncodableT) -> None:
         self.args.append(len(args))
         self.args.extend(args)

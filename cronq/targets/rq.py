@@ -159,8 +159,7 @@ def _enqueue_once(
         fresh = zip(calls, existing, strict=True)
         writes = Writes()
         enqueue_all(writes, [(queues[s.queue], s, c) for (s, c), exists in fresh if not exists])
-        pipe.multi()
-        writes.send(pipe)
+        writes.commit_in(pipe)
         try:
             pipe.execute()
         except redis.WatchError:
